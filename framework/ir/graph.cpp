@@ -1,0 +1,410 @@
+// Graph, Node and Value: ownership, use lists, ordering and naming.
+#include "framework/ir/graph.h"
+
+#include "framework/ir/text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+namespace passcheck::ir {
+
+const char* to_string(ValueType type) {
+  switch (type) {
+    case ValueType::Tensor: return "Tensor";
+    case ValueType::Int: return "int";
+    case ValueType::Float: return "float";
+    case ValueType::Bool: return "bool";
+    case ValueType::None: return "None";
+  }
+  return "?";
+}
+
+const char* to_string(InputRole role) {
+  switch (role) {
+    case InputRole::Parameter: return "param";
+    case InputRole::Buffer: return "buffer";
+    case InputRole::Argument: return "arg";
+  }
+  return "?";
+}
+
+// ---- Arg ----------------------------------------------------------------------------
+
+Arg Arg::boolean(bool v) { Arg a; a.kind = Kind::Bool; a.b = v; return a; }
+Arg Arg::integer(int64_t v) { Arg a; a.kind = Kind::Int; a.i = v; return a; }
+Arg Arg::real(double v) { Arg a; a.kind = Kind::Float; a.f = v; return a; }
+Arg Arg::string(std::string v) { Arg a; a.kind = Kind::String; a.s = std::move(v); return a; }
+Arg Arg::dtype(c10::ScalarType v) { Arg a; a.kind = Kind::Dtype; a.i = static_cast<int64_t>(v); return a; }
+Arg Arg::dev(c10::Device v) { Arg a; a.kind = Kind::Device; a.device = v; return a; }
+Arg Arg::layout(c10::Layout v) { Arg a; a.kind = Kind::Layout; a.i = static_cast<int64_t>(v); return a; }
+Arg Arg::memory_format(c10::MemoryFormat v) { Arg a; a.kind = Kind::MemoryFormat; a.i = static_cast<int64_t>(v); return a; }
+Arg Arg::of(Value* v) { Arg a; a.kind = Kind::Value; a.value = v; return a; }
+Arg Arg::of_list(std::vector<Arg> items) { Arg a; a.kind = Kind::List; a.list = std::move(items); return a; }
+Arg Arg::int_list(const std::vector<int64_t>& items) {
+  Arg a;
+  a.kind = Kind::List;
+  for (int64_t v : items) a.list.push_back(integer(v));
+  return a;
+}
+
+bool Arg::operator==(const Arg& o) const {
+  if (kind != o.kind) return false;
+  switch (kind) {
+    case Kind::None: return true;
+    case Kind::Bool: return b == o.b;
+    case Kind::Int:
+    case Kind::Dtype:
+    case Kind::Layout:
+    case Kind::MemoryFormat: return i == o.i;
+    // Bitwise: -0.0 differs from 0.0 and NaN equals the same NaN, as in the text form.
+    case Kind::Float: return std::memcmp(&f, &o.f, sizeof f) == 0;
+    case Kind::String: return s == o.s;
+    case Kind::Device: return device == o.device;
+    case Kind::Value: return value == o.value;
+    case Kind::List: return list == o.list;
+  }
+  return false;
+}
+
+void Arg::for_each_value(const std::function<void(Value*)>& fn) const {
+  if (kind == Kind::Value) fn(value);
+  else if (kind == Kind::List)
+    for (const Arg& a : list) a.for_each_value(fn);
+}
+
+// ---- Value --------------------------------------------------------------------------
+
+void Value::remove_use(const Use& use) {
+  auto it = std::find(uses_.begin(), uses_.end(), use);
+  if (it == uses_.end()) throw IrError("internal: use of %" + name_ + " not found");
+  *it = uses_.back();
+  uses_.pop_back();
+}
+
+void Value::replace_all_uses_with(Value* other) {
+  replace_uses_if(other, [](const Use&) { return true; });
+}
+
+void Value::replace_uses_if(Value* other, const std::function<bool(const Use&)>& pred) {
+  if (other == this) return;
+  std::vector<Use> keep;
+  std::vector<Use> moved;
+  for (const Use& u : uses_) (pred(u) ? moved : keep).push_back(u);
+  uses_ = std::move(keep);
+  for (const Use& u : moved) {
+    if (u.is_graph_output()) graph_->outputs_[u.slot] = other;
+    else u.user->slots_[u.slot]->value = other;
+    other->uses_.push_back(u);
+  }
+}
+
+// ---- Node ---------------------------------------------------------------------------
+
+Node::~Node() = default;
+
+std::string Node::op_name() const {
+  auto dot = op_.find('.');
+  return dot == std::string::npos ? op_ : op_.substr(0, dot);
+}
+
+std::string Node::overload() const {
+  auto dot = op_.find('.');
+  return dot == std::string::npos ? std::string() : op_.substr(dot + 1);
+}
+
+std::string Node::op_base() const {
+  std::string name = op_name();
+  auto colon = name.rfind("::");
+  return colon == std::string::npos ? name : name.substr(colon + 2);
+}
+
+Value* Node::operand(size_t slot) const { return slots_.at(slot)->value; }
+
+std::vector<Value*> Node::operands() const {
+  std::vector<Value*> out;
+  out.reserve(slots_.size());
+  for (Arg* a : slots_) out.push_back(a->value);
+  return out;
+}
+
+void Node::drop_uses() {
+  for (size_t i = 0; i < slots_.size(); ++i) slots_[i]->value->remove_use(Use{this, static_cast<uint32_t>(i)});
+}
+
+void Node::rebuild_slots() {
+  slots_.clear();
+  std::function<void(Arg&)> visit = [&](Arg& a) {
+    if (a.kind == Arg::Kind::Value) {
+      if (a.value == nullptr) throw IrError("node " + op_ + ": argument references a null value");
+      if (a.value->graph_ != graph_) throw IrError("node " + op_ + ": argument %" + a.value->name() + " belongs to another graph");
+      slots_.push_back(&a);
+    } else if (a.kind == Arg::Kind::List) {
+      for (Arg& e : a.list) visit(e);
+    }
+  };
+  for (Arg& a : args_) visit(a);
+  for (size_t i = 0; i < slots_.size(); ++i) slots_[i]->value->uses_.push_back(Use{this, static_cast<uint32_t>(i)});
+}
+
+void Node::set_args(std::vector<Arg> args) {
+  drop_uses();
+  args_ = std::move(args);
+  rebuild_slots();
+}
+
+void Node::set_arg(size_t i, Arg arg) {
+  std::vector<Arg> args = args_;
+  if (i >= args.size()) args.resize(i + 1);
+  args[i] = std::move(arg);
+  set_args(std::move(args));
+}
+
+void Node::replace_operand(size_t slot, Value* v) {
+  Value* old = operand(slot);
+  if (old == v) return;
+  old->remove_use(Use{this, static_cast<uint32_t>(slot)});
+  slots_[slot]->value = v;
+  v->uses_.push_back(Use{this, static_cast<uint32_t>(slot)});
+}
+
+Value* Node::add_output(ValueType type, std::optional<TensorMeta> meta, const std::string& name_hint) {
+  outputs_.push_back(std::unique_ptr<Value>(new Value(graph_, this, outputs_.size(), type, std::move(meta))));
+  Value* v = outputs_.back().get();
+  output_ptrs_.push_back(v);
+  graph_->register_name(v, name_hint.empty() ? op_base() : name_hint);
+  return v;
+}
+
+bool Node::has_users() const {
+  for (const auto& o : outputs_)
+    if (o->has_uses()) return true;
+  return false;
+}
+
+void Node::move_before(Node* anchor) {
+  if (anchor == this) return;
+  graph_->unlink(this);
+  graph_->link_before(this, anchor);
+}
+
+void Node::move_after(Node* anchor) {
+  if (anchor == this) return;
+  graph_->unlink(this);
+  graph_->link_before(this, anchor->next_);
+}
+
+// ---- Graph --------------------------------------------------------------------------
+
+Graph::Graph() = default;
+
+Graph::~Graph() {
+  // Drop every node without use-list bookkeeping: all values die together.
+  Node* n = head_;
+  while (n) {
+    Node* next = n->next_;
+    delete n;
+    n = next;
+  }
+}
+
+Value* Graph::add_input(const std::string& name, ValueType type, std::optional<TensorMeta> meta, InputRole role) {
+  input_storage_.push_back(std::unique_ptr<Value>(new Value(this, nullptr, inputs_.size(), type, std::move(meta))));
+  Value* v = input_storage_.back().get();
+  v->role_ = role;
+  inputs_.push_back(v);
+  register_name(v, name);
+  return v;
+}
+
+void Graph::add_output(Value* v) {
+  if (v->graph_ != this) throw IrError("output %" + v->name() + " belongs to another graph");
+  outputs_.push_back(v);
+  v->uses_.push_back(Use{nullptr, static_cast<uint32_t>(outputs_.size() - 1)});
+}
+
+void Graph::set_output(size_t i, Value* v) {
+  Value* old = outputs_.at(i);
+  old->remove_use(Use{nullptr, static_cast<uint32_t>(i)});
+  outputs_[i] = v;
+  v->uses_.push_back(Use{nullptr, static_cast<uint32_t>(i)});
+}
+
+Node* Graph::create(const std::string& op, std::vector<Arg> args, Node* insert_before) {
+  Node* node = new Node(this, op);
+  node->args_ = std::move(args);
+  try {
+    node->rebuild_slots();
+  } catch (...) {
+    for (size_t i = 0; i < node->slots_.size(); ++i) node->slots_[i]->value->remove_use(Use{node, static_cast<uint32_t>(i)});
+    delete node;
+    throw;
+  }
+  link_before(node, insert_before);
+  ++num_nodes_;
+  return node;
+}
+
+Node* Graph::clone_node(const Node& src, const std::function<Value*(Value*)>& map, Node* insert_before,
+                        const std::string& name_suffix) {
+  std::vector<Arg> args = src.args_;
+  std::function<void(Arg&)> remap = [&](Arg& a) {
+    if (a.kind == Arg::Kind::Value) a.value = map(a.value);
+    else if (a.kind == Arg::Kind::List)
+      for (Arg& e : a.list) remap(e);
+  };
+  for (Arg& a : args) remap(a);
+  Node* node = create(src.op_, std::move(args), insert_before);
+  node->meta_ = src.meta_;
+  for (const auto& out : src.outputs_) node->add_output(out->type_, out->meta_, out->name_ + name_suffix);
+  return node;
+}
+
+void Graph::erase(Node* node) {
+  for (const auto& out : node->outputs_)
+    if (out->has_uses())
+      throw IrError("cannot erase node %" + out->name() + " = " + node->op_ + ": its output still has " +
+                    std::to_string(out->uses().size()) + " use(s)");
+  node->drop_uses();
+  for (const auto& out : node->outputs_) forget_name(out.get());
+  unlink(node);
+  --num_nodes_;
+  delete node;
+}
+
+std::vector<Node*> Graph::node_list() const {
+  std::vector<Node*> out;
+  out.reserve(num_nodes_);
+  for (Node* n = head_; n; n = n->next_) out.push_back(n);
+  return out;
+}
+
+void Graph::link_before(Node* node, Node* anchor) {
+  if (anchor == nullptr) {
+    node->prev_ = tail_;
+    node->next_ = nullptr;
+    if (tail_) tail_->next_ = node;
+    else head_ = node;
+    tail_ = node;
+  } else {
+    node->next_ = anchor;
+    node->prev_ = anchor->prev_;
+    if (anchor->prev_) anchor->prev_->next_ = node;
+    else head_ = node;
+    anchor->prev_ = node;
+  }
+  assign_order(node);
+}
+
+void Graph::unlink(Node* node) {
+  if (node->prev_) node->prev_->next_ = node->next_;
+  else head_ = node->next_;
+  if (node->next_) node->next_->prev_ = node->prev_;
+  else tail_ = node->prev_;
+  node->prev_ = node->next_ = nullptr;
+}
+
+namespace {
+constexpr int64_t kOrderGap = int64_t{1} << 20;
+}
+
+void Graph::assign_order(Node* node) {
+  int64_t lo = node->prev_ ? node->prev_->order_ : 0;
+  if (!node->next_) {
+    node->order_ = lo + kOrderGap;
+    return;
+  }
+  int64_t hi = node->next_->order_;
+  if (hi - lo > 1) {
+    node->order_ = lo + (hi - lo) / 2;
+    return;
+  }
+  renumber();
+}
+
+void Graph::renumber() {
+  int64_t order = 0;
+  for (Node* n = head_; n; n = n->next_) n->order_ = (order += kOrderGap);
+}
+
+namespace {
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+
+std::string sanitize(const std::string& base) {
+  std::string out;
+  for (char c : base) out += is_name_char(c) ? c : '_';
+  if (out.empty()) out = "v";
+  if (std::isdigit(static_cast<unsigned char>(out[0])) || out[0] == '.') out = "v" + out;
+  return out;
+}
+}  // namespace
+
+std::string Graph::unique_name(const std::string& base) {
+  std::string clean = sanitize(base);
+  if (!names_.count(clean)) return clean;
+  int64_t& counter = name_counters_[clean];
+  std::string candidate;
+  do {
+    candidate = clean + "_" + std::to_string(++counter);
+  } while (names_.count(candidate));
+  return candidate;
+}
+
+void Graph::register_name(Value* v, const std::string& hint) {
+  v->name_ = unique_name(hint);
+  names_[v->name_] = v;
+}
+
+void Graph::forget_name(Value* v) {
+  auto it = names_.find(v->name_);
+  if (it != names_.end() && it->second == v) names_.erase(it);
+}
+
+void Graph::rename(Value* v, const std::string& name) {
+  if (v->name_ == name) return;
+  auto it = names_.find(name);
+  if (it != names_.end()) throw IrError("value name %" + name + " is already taken");
+  if (sanitize(name) != name) throw IrError("invalid value name '" + name + "'");
+  forget_name(v);
+  v->name_ = name;
+  names_[name] = v;
+}
+
+Value* Graph::find_value(const std::string& name) const {
+  auto it = names_.find(name);
+  return it == names_.end() ? nullptr : it->second;
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto g = std::make_unique<Graph>();
+  std::unordered_map<const Value*, Value*> map;
+  for (Value* in : inputs_) {
+    Value* c = g->add_input(in->name_, in->type_, in->meta_, in->role_);
+    map[in] = c;
+  }
+  for (Node* n = head_; n; n = n->next_) {
+    Node* c = g->clone_node(*n, [&](Value* v) { return map.at(v); });
+    c->source_line = n->source_line;
+    for (size_t i = 0; i < n->outputs_.size(); ++i) {
+      g->rename(c->output(i), n->outputs_[i]->name_);
+      map[n->outputs_[i].get()] = c->output(i);
+    }
+  }
+  for (Value* o : outputs_) g->add_output(map.at(o));
+  g->name_counters_ = name_counters_;
+  return g;
+}
+
+std::string Graph::print() const { return print_graph(*this); }
+
+uint64_t Graph::hash() const {
+  // FNV-1a over the text form: stable across runs and platforms.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : print()) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace passcheck::ir

@@ -1,0 +1,270 @@
+// The passcheck IR: a Graph is an ordered list of Nodes in SSA form. Each Node names an
+// ATen operator overload ("aten::mm", "aten::split.Tensor"), holds its schema arguments
+// as a tree of constants and value references (Arg), and defines one or more output
+// Values. Values keep their use lists, so replace-all-uses costs O(uses); nodes live in
+// an intrusive list, so insertion and erasure cost O(1). Depends on c10 only.
+#pragma once
+
+#include "framework/ir/meta.h"
+
+#include <c10/core/Layout.h>
+#include <c10/core/MemoryFormat.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace passcheck::ir {
+
+class Graph;
+class Node;
+class Value;
+
+/// Kind of data a Value holds at run time.
+enum class ValueType : uint8_t { Tensor, Int, Float, Bool, None };
+/// Where a graph input comes from: module state (lifted by FQN) or a user argument.
+enum class InputRole : uint8_t { Parameter, Buffer, Argument };
+
+const char* to_string(ValueType type);
+const char* to_string(InputRole role);
+
+/// One use of a Value: operand slot `slot` of `user`, or graph output `slot` when
+/// `user` is null.
+struct Use {
+  Node* user = nullptr;
+  uint32_t slot = 0;
+  bool is_graph_output() const { return user == nullptr; }
+  bool operator==(const Use& o) const { return user == o.user && slot == o.slot; }
+};
+
+/// A schema argument: a constant, a reference to a Value, or a list of those.
+struct Arg {
+  enum class Kind : uint8_t { None, Bool, Int, Float, String, Dtype, Device, Layout, MemoryFormat, Value, List };
+  Kind kind = Kind::None;
+  bool b = false;
+  int64_t i = 0;  // Int; also the enum value for Dtype, Layout and MemoryFormat
+  double f = 0.0;
+  std::string s;
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
+  Value* value = nullptr;
+  std::vector<Arg> list;
+
+  static Arg none() { return Arg{}; }
+  static Arg boolean(bool v);
+  static Arg integer(int64_t v);
+  static Arg real(double v);
+  static Arg string(std::string v);
+  static Arg dtype(c10::ScalarType v);
+  static Arg dev(c10::Device v);
+  static Arg layout(c10::Layout v);
+  static Arg memory_format(c10::MemoryFormat v);
+  static Arg of(Value* v);
+  static Arg of_list(std::vector<Arg> items);
+  static Arg int_list(const std::vector<int64_t>& items);
+
+  bool is_value() const { return kind == Kind::Value; }
+  bool is_none() const { return kind == Kind::None; }
+  c10::ScalarType as_dtype() const { return static_cast<c10::ScalarType>(i); }
+  /// Structural equality; Value references compare by identity.
+  bool operator==(const Arg& o) const;
+  bool operator!=(const Arg& o) const { return !(*this == o); }
+  /// Calls fn on every Value referenced by this argument tree, in order.
+  void for_each_value(const std::function<void(Value*)>& fn) const;
+};
+
+class Value {
+ public:
+  const std::string& name() const { return name_; }
+  /// The node defining this value; null for graph inputs.
+  Node* producer() const { return producer_; }
+  size_t output_index() const { return output_index_; }
+  bool is_graph_input() const { return producer_ == nullptr; }
+  InputRole role() const { return role_; }
+  ValueType type() const { return type_; }
+  const std::optional<TensorMeta>& meta() const { return meta_; }
+  void set_meta(std::optional<TensorMeta> meta) { meta_ = std::move(meta); }
+  const std::vector<Use>& uses() const { return uses_; }
+  bool has_uses() const { return !uses_.empty(); }
+  Graph* graph() const { return graph_; }
+  /// Rewires every use (node operands and graph outputs) to `other`.
+  void replace_all_uses_with(Value* other);
+  /// Rewires the uses for which `pred` holds.
+  void replace_uses_if(Value* other, const std::function<bool(const Use&)>& pred);
+
+ private:
+  friend class Graph;
+  friend class Node;
+  Value(Graph* g, Node* producer, size_t index, ValueType type, std::optional<TensorMeta> meta)
+      : graph_(g), producer_(producer), output_index_(index), type_(type), meta_(std::move(meta)) {}
+  void remove_use(const Use& use);
+
+  Graph* graph_;
+  Node* producer_;
+  size_t output_index_;
+  ValueType type_;
+  InputRole role_ = InputRole::Argument;
+  std::optional<TensorMeta> meta_;
+  std::string name_;
+  std::vector<Use> uses_;
+};
+
+class Node {
+ public:
+  ~Node();
+  /// Qualified operator with overload: "aten::mm", "aten::split.Tensor".
+  const std::string& op() const { return op_; }
+  /// Operator name without the overload: "aten::split".
+  std::string op_name() const;
+  /// Overload name, empty for the default overload.
+  std::string overload() const;
+  /// Operator name without namespace and overload: "split".
+  std::string op_base() const;
+
+  const std::vector<Arg>& args() const { return args_; }
+  const Arg& arg(size_t i) const { return args_.at(i); }
+  size_t num_args() const { return args_.size(); }
+  void set_args(std::vector<Arg> args);
+  void set_arg(size_t i, Arg arg);
+
+  /// Value operands in argument order (repeats kept); slot i is operand(i).
+  size_t num_operands() const { return slots_.size(); }
+  Value* operand(size_t slot) const;
+  std::vector<Value*> operands() const;
+  void replace_operand(size_t slot, Value* v);
+
+  const std::vector<Value*>& outputs() const { return output_ptrs_; }
+  Value* output(size_t i = 0) const { return output_ptrs_.at(i); }
+  size_t num_outputs() const { return outputs_.size(); }
+  Value* add_output(ValueType type, std::optional<TensorMeta> meta, const std::string& name_hint = "");
+  bool has_users() const;
+
+  NodeMeta& meta() { return meta_; }
+  const NodeMeta& meta() const { return meta_; }
+
+  Node* next() const { return next_; }
+  Node* prev() const { return prev_; }
+  Graph* graph() const { return graph_; }
+  /// True when this node comes strictly before `other` in the graph. O(1).
+  bool is_before(const Node* other) const { return order_ < other->order_; }
+  void move_before(Node* anchor);
+  void move_after(Node* anchor);
+
+  /// Line of the node in the text it was parsed from (0 when not parsed).
+  int source_line = 0;
+
+ private:
+  friend class Graph;
+  friend class Value;
+  Node(Graph* g, std::string op) : graph_(g), op_(std::move(op)) {}
+  void rebuild_slots();
+  void drop_uses();
+
+  Graph* graph_;
+  std::string op_;
+  std::vector<Arg> args_;
+  std::vector<Arg*> slots_;  // pointers into args_ for every Value reference
+  std::vector<std::unique_ptr<Value>> outputs_;
+  std::vector<Value*> output_ptrs_;
+  NodeMeta meta_;
+  Node* prev_ = nullptr;
+  Node* next_ = nullptr;
+  int64_t order_ = 0;
+};
+
+/// Thrown on misuse of the IR API (erasing a used node, unknown value, ...).
+class IrError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  /// Deep copy: same names, metadata and order.
+  std::unique_ptr<Graph> clone() const;
+
+  Value* add_input(const std::string& name, ValueType type, std::optional<TensorMeta> meta,
+                   InputRole role = InputRole::Argument);
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  void add_output(Value* v);
+  void set_output(size_t i, Value* v);
+
+  /// Creates a node (outputs are added by the caller) before `insert_before`, or at
+  /// the end when it is null.
+  Node* create(const std::string& op, std::vector<Arg> args, Node* insert_before = nullptr);
+  /// Copies `src` (args remapped through `map`, outputs with the same types, metadata
+  /// and `name_suffix` appended to output names) before `insert_before`.
+  Node* clone_node(const Node& src, const std::function<Value*(Value*)>& map,
+                   Node* insert_before = nullptr, const std::string& name_suffix = "");
+  /// Erases a node whose outputs have no uses.
+  void erase(Node* node);
+
+  Node* first_node() const { return head_; }
+  Node* last_node() const { return tail_; }
+  size_t num_nodes() const { return num_nodes_; }
+  /// Nodes in order, snapshotted: erasing while iterating the result is safe.
+  std::vector<Node*> node_list() const;
+
+  class Iterator {
+   public:
+    explicit Iterator(Node* n) : node_(n), next_(n ? n->next() : nullptr) {}
+    Node* operator*() const { return node_; }
+    Iterator& operator++() {
+      node_ = next_;
+      next_ = node_ ? node_->next() : nullptr;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return node_ != o.node_; }
+
+   private:
+    Node* node_;
+    Node* next_;  // cached, so the current node may be erased
+  };
+  struct Range {
+    Node* first;
+    Iterator begin() const { return Iterator(first); }
+    Iterator end() const { return Iterator(nullptr); }
+  };
+  Range nodes() const { return Range{head_}; }
+
+  /// A fresh value name derived from `base` (sanitized, suffixed "_N" on collision).
+  std::string unique_name(const std::string& base);
+  void rename(Value* v, const std::string& name);
+  /// Value by name, or null.
+  Value* find_value(const std::string& name) const;
+
+  /// Text form (framework/ir/text.h).
+  std::string print() const;
+  /// Hash of the text form; equal graphs hash equally.
+  uint64_t hash() const;
+
+ private:
+  friend class Node;
+  friend class Value;
+  void link_before(Node* node, Node* anchor);
+  void unlink(Node* node);
+  void assign_order(Node* node);
+  void renumber();
+  void register_name(Value* v, const std::string& hint);
+  void forget_name(Value* v);
+
+  std::vector<std::unique_ptr<Value>> input_storage_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;
+  Node* head_ = nullptr;
+  Node* tail_ = nullptr;
+  size_t num_nodes_ = 0;
+  std::unordered_map<std::string, Value*> names_;
+  std::unordered_map<std::string, int64_t> name_counters_;
+};
+
+}  // namespace passcheck::ir

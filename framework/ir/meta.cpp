@@ -1,0 +1,96 @@
+// Tensor and node metadata helpers: dtype names, phase and policy names.
+#include "framework/ir/meta.h"
+
+#include <algorithm>
+
+namespace passcheck::ir {
+
+int64_t TensorMeta::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+int64_t TensorMeta::nbytes() const { return numel() * dtype_size(dtype); }
+
+std::vector<int64_t> TensorMeta::contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t running = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = running;
+    running *= std::max<int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+bool TensorMeta::is_contiguous() const { return strides == contiguous_strides(sizes); }
+
+const char* to_string(Phase phase) {
+  switch (phase) {
+    case Phase::Forward: return "forward";
+    case Phase::Loss: return "loss";
+    case Phase::Backward: return "backward";
+    case Phase::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+const char* to_string(RecomputePolicy policy) {
+  switch (policy) {
+    case RecomputePolicy::Unset: return "unset";
+    case RecomputePolicy::MustSave: return "must_save";
+    case RecomputePolicy::PreferSave: return "prefer_save";
+    case RecomputePolicy::MustRecompute: return "must_recompute";
+    case RecomputePolicy::PreferRecompute: return "prefer_recompute";
+  }
+  return "?";
+}
+
+std::optional<Phase> parse_phase(const std::string& text) {
+  for (Phase p : {Phase::Forward, Phase::Loss, Phase::Backward, Phase::Optimizer})
+    if (text == to_string(p)) return p;
+  return std::nullopt;
+}
+
+std::optional<RecomputePolicy> parse_recompute_policy(const std::string& text) {
+  for (RecomputePolicy p : {RecomputePolicy::Unset, RecomputePolicy::MustSave, RecomputePolicy::PreferSave,
+                            RecomputePolicy::MustRecompute, RecomputePolicy::PreferRecompute})
+    if (text == to_string(p)) return p;
+  return std::nullopt;
+}
+
+namespace {
+struct DtypeName {
+  c10::ScalarType type;
+  const char* name;
+  int64_t size;
+};
+constexpr DtypeName kDtypes[] = {
+    {c10::ScalarType::Byte, "u8", 1},        {c10::ScalarType::Char, "i8", 1},
+    {c10::ScalarType::Short, "i16", 2},      {c10::ScalarType::Int, "i32", 4},
+    {c10::ScalarType::Long, "i64", 8},       {c10::ScalarType::Half, "f16", 2},
+    {c10::ScalarType::Float, "f32", 4},      {c10::ScalarType::Double, "f64", 8},
+    {c10::ScalarType::ComplexFloat, "c64", 8}, {c10::ScalarType::ComplexDouble, "c128", 16},
+    {c10::ScalarType::Bool, "b8", 1},        {c10::ScalarType::BFloat16, "bf16", 2},
+};
+}  // namespace
+
+const char* dtype_short_name(c10::ScalarType dtype) {
+  for (const auto& d : kDtypes)
+    if (d.type == dtype) return d.name;
+  return "unknown_dtype";
+}
+
+std::optional<c10::ScalarType> dtype_from_short_name(const std::string& name) {
+  for (const auto& d : kDtypes)
+    if (name == d.name) return d.type;
+  return std::nullopt;
+}
+
+int64_t dtype_size(c10::ScalarType dtype) {
+  for (const auto& d : kDtypes)
+    if (d.type == dtype) return d.size;
+  return 0;
+}
+
+}  // namespace passcheck::ir

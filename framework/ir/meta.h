@@ -1,0 +1,86 @@
+// Metadata carried by graph values and nodes: tensor metadata (sizes, strides, dtype,
+// device) and node metadata (phase, module FQN, autograd sequence number, recompute
+// policy, AC region, custom string map). This header is the single list of every
+// metadata key, what it means, and which component writes it; node copies made by
+// passes must preserve all of them (Graph::clone_node does).
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace passcheck::ir {
+
+/// Sizes, strides, dtype and device of a tensor value.
+struct TensorMeta {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
+
+  bool operator==(const TensorMeta& other) const {
+    return sizes == other.sizes && strides == other.strides && dtype == other.dtype &&
+           device == other.device;
+  }
+  bool operator!=(const TensorMeta& other) const { return !(*this == other); }
+  int64_t numel() const;
+  /// Bytes spanned by the tensor's elements (what a fresh contiguous copy would take).
+  int64_t nbytes() const;
+  bool is_contiguous() const;
+  static std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+};
+
+/// Which part of a training step a node belongs to.
+enum class Phase : uint8_t { Forward, Loss, Backward, Optimizer };
+
+/// Activation-checkpoint decision for a forward node (specs/passes.md "AC family").
+enum class RecomputePolicy : uint8_t { Unset, MustSave, PreferSave, MustRecompute, PreferRecompute };
+
+const char* to_string(Phase phase);
+const char* to_string(RecomputePolicy policy);
+std::optional<Phase> parse_phase(const std::string& text);
+std::optional<RecomputePolicy> parse_recompute_policy(const std::string& text);
+inline bool is_recomputable(RecomputePolicy p) {
+  return p == RecomputePolicy::MustRecompute || p == RecomputePolicy::PreferRecompute;
+}
+
+/// Node metadata. Keys, their meaning and their writers:
+///
+/// | key (text form) | field        | meaning                                    | written by |
+/// |-----------------|--------------|--------------------------------------------|------------|
+/// | phase           | phase        | forward / loss / backward / optimizer      | tracer (backward: ops run by the autograd engine; loss: inside a "loss" module scope) |
+/// | fqn             | module_fqn   | innermost module FQN active when recorded; backward nodes copy it from their forward node | tracer |
+/// | seq             | seq_nr       | autograd sequence number linking a forward op to its backward | tracer |
+/// | recompute       | recompute    | activation-checkpoint policy               | AC policy tagging passes, apply_ac |
+/// | ac_region       | ac_region_id | activation-checkpoint region (layer index) | AC region annotation |
+/// | custom.*        | custom       | free-form string map; backward nodes inherit the forward node's entries they do not already have | model annotations, passes |
+///
+/// Reserved custom keys (documented here as they are introduced):
+/// - "recomputed_from": original node name, on duplicates made by rematerialization.
+/// - "chunk_region", "chunk_role", "chunk_id", "chunk_orig": chunking passes.
+struct NodeMeta {
+  Phase phase = Phase::Forward;
+  std::string module_fqn;
+  int64_t seq_nr = -1;
+  RecomputePolicy recompute = RecomputePolicy::Unset;
+  std::optional<int64_t> ac_region_id;
+  std::map<std::string, std::string> custom;
+
+  bool operator==(const NodeMeta& o) const {
+    return phase == o.phase && module_fqn == o.module_fqn && seq_nr == o.seq_nr &&
+           recompute == o.recompute && ac_region_id == o.ac_region_id && custom == o.custom;
+  }
+};
+
+/// Short dtype names used by the text format ("f32", "bf16", "i64", ...).
+const char* dtype_short_name(c10::ScalarType dtype);
+std::optional<c10::ScalarType> dtype_from_short_name(const std::string& name);
+/// Element size in bytes.
+int64_t dtype_size(c10::ScalarType dtype);
+
+}  // namespace passcheck::ir

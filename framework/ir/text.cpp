@@ -1,0 +1,665 @@
+// Printer and recursive-descent parser for the graph text form (see text.h).
+#include "framework/ir/text.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace passcheck::ir {
+
+ParseError::ParseError(const std::string& source, int line, int column, const std::string& message)
+    : std::runtime_error(source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message),
+      line_(line),
+      column_(column),
+      message_(message) {}
+
+// ---- printing -----------------------------------------------------------------------
+
+namespace {
+
+struct EnumName {
+  int64_t value;
+  const char* name;
+};
+
+const EnumName kDtypeNames[] = {
+    {int64_t(c10::ScalarType::Byte), "torch.uint8"},    {int64_t(c10::ScalarType::Char), "torch.int8"},
+    {int64_t(c10::ScalarType::Short), "torch.int16"},   {int64_t(c10::ScalarType::Int), "torch.int32"},
+    {int64_t(c10::ScalarType::Long), "torch.int64"},    {int64_t(c10::ScalarType::Half), "torch.float16"},
+    {int64_t(c10::ScalarType::Float), "torch.float32"}, {int64_t(c10::ScalarType::Double), "torch.float64"},
+    {int64_t(c10::ScalarType::ComplexFloat), "torch.complex64"},
+    {int64_t(c10::ScalarType::ComplexDouble), "torch.complex128"},
+    {int64_t(c10::ScalarType::Bool), "torch.bool"},     {int64_t(c10::ScalarType::BFloat16), "torch.bfloat16"},
+};
+const EnumName kLayoutNames[] = {
+    {int64_t(c10::Layout::Strided), "torch.strided"},
+    {int64_t(c10::Layout::Sparse), "torch.sparse_coo"},
+};
+const EnumName kMemoryFormatNames[] = {
+    {int64_t(c10::MemoryFormat::Contiguous), "torch.contiguous_format"},
+    {int64_t(c10::MemoryFormat::Preserve), "torch.preserve_format"},
+    {int64_t(c10::MemoryFormat::ChannelsLast), "torch.channels_last"},
+    {int64_t(c10::MemoryFormat::ChannelsLast3d), "torch.channels_last_3d"},
+};
+
+template <size_t N>
+const char* enum_name(const EnumName (&table)[N], int64_t value) {
+  for (const auto& e : table)
+    if (e.value == value) return e.name;
+  return nullptr;
+}
+
+void append_int_list(std::string& out, const std::vector<int64_t>& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(v[i]);
+  }
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default: out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string print_node_meta(const NodeMeta& m) {
+  std::vector<std::string> parts;
+  if (m.phase != Phase::Forward) parts.push_back(std::string("phase=") + to_string(m.phase));
+  if (!m.module_fqn.empty()) parts.push_back("fqn=" + quote(m.module_fqn));
+  if (m.seq_nr >= 0) parts.push_back("seq=" + std::to_string(m.seq_nr));
+  if (m.recompute != RecomputePolicy::Unset) parts.push_back(std::string("recompute=") + to_string(m.recompute));
+  if (m.ac_region_id) parts.push_back("ac_region=" + std::to_string(*m.ac_region_id));
+  if (!m.custom.empty()) {
+    std::string c = "custom={";
+    bool first = true;
+    for (const auto& [k, v] : m.custom) {
+      if (!first) c += ", ";
+      first = false;
+      c += quote(k) + ": " + quote(v);
+    }
+    parts.push_back(c + "}");
+  }
+  if (parts.empty()) return "";
+  std::string out = "#{";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  return out + "}";
+}
+
+}  // namespace
+
+std::string format_double(double v) {
+  if (std::isnan(v)) return std::signbit(v) ? "-nan" : "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v && std::signbit(std::strtod(buf, nullptr)) == std::signbit(v)) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string print_arg(const Arg& a) {
+  switch (a.kind) {
+    case Arg::Kind::None: return "None";
+    case Arg::Kind::Bool: return a.b ? "True" : "False";
+    case Arg::Kind::Int: return std::to_string(a.i);
+    case Arg::Kind::Float: return format_double(a.f);
+    case Arg::Kind::String: return quote(a.s);
+    case Arg::Kind::Dtype: {
+      const char* n = enum_name(kDtypeNames, a.i);
+      return n ? n : "torch.dtype(" + std::to_string(a.i) + ")";
+    }
+    case Arg::Kind::Layout: {
+      const char* n = enum_name(kLayoutNames, a.i);
+      return n ? n : "torch.layout(" + std::to_string(a.i) + ")";
+    }
+    case Arg::Kind::MemoryFormat: {
+      const char* n = enum_name(kMemoryFormatNames, a.i);
+      return n ? n : "torch.memory_format(" + std::to_string(a.i) + ")";
+    }
+    case Arg::Kind::Device: return "device(" + quote(a.device.str()) + ")";
+    case Arg::Kind::Value: return "%" + a.value->name();
+    case Arg::Kind::List: {
+      std::string out = "[";
+      for (size_t i = 0; i < a.list.size(); ++i) out += (i ? ", " : "") + print_arg(a.list[i]);
+      return out + "]";
+    }
+  }
+  return "?";
+}
+
+std::string print_type(const Value& v) {
+  if (v.type() != ValueType::Tensor) return to_string(v.type());
+  if (!v.meta()) return "Tensor";
+  const TensorMeta& m = *v.meta();
+  std::string out = dtype_short_name(m.dtype);
+  out += "[";
+  append_int_list(out, m.sizes);
+  out += "]";
+  if (!m.is_contiguous()) {
+    out += "{";
+    append_int_list(out, m.strides);
+    out += "}";
+  }
+  if (m.device.type() != c10::DeviceType::CPU) out += "@" + m.device.str();
+  return out;
+}
+
+std::string print_node(const Node& n) {
+  std::string out;
+  for (size_t i = 0; i < n.num_outputs(); ++i) {
+    if (i) out += ", ";
+    out += "%" + n.output(i)->name() + " : " + print_type(*n.output(i));
+  }
+  if (n.num_outputs() == 0) out += "()";
+  out += " = " + n.op() + "(";
+  for (size_t i = 0; i < n.num_args(); ++i) out += (i ? ", " : "") + print_arg(n.arg(i));
+  out += ")";
+  std::string meta = print_node_meta(n.meta());
+  if (!meta.empty()) out += "  " + meta;
+  return out;
+}
+
+std::string print_graph(const Graph& g) {
+  std::string out = "graph(";
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value* in = g.inputs()[i];
+    out += i ? ",\n    " : "\n    ";
+    out += std::string(to_string(in->role())) + " %" + in->name() + " : " + print_type(*in);
+  }
+  out += "):\n";
+  for (const Node* n : g.nodes()) out += "  " + print_node(*n) + "\n";
+  out += "  return (";
+  for (size_t i = 0; i < g.outputs().size(); ++i) out += (i ? ", %" : "%") + g.outputs()[i]->name();
+  out += ")\n";
+  return out;
+}
+
+// ---- parsing ------------------------------------------------------------------------
+
+namespace {
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string source) : text_(text), source_(std::move(source)) {}
+
+  std::unique_ptr<Graph> parse() {
+    graph_ = std::make_unique<Graph>();
+    expect_word("graph");
+    expect('(');
+    skip_space();
+    if (peek() != ')') {
+      do {
+        parse_input();
+      } while (accept(','));
+    }
+    expect(')');
+    expect(':');
+    while (true) {
+      skip_space();
+      if (at_end()) fail("unexpected end of text: missing 'return (...)'");
+      if (peek_word("return")) break;
+      parse_node();
+    }
+    expect_word("return");
+    expect('(');
+    skip_space();
+    if (peek() != ')') {
+      do {
+        graph_->add_output(parse_value_ref());
+      } while (accept(','));
+    }
+    expect(')');
+    skip_space();
+    if (!at_end()) fail("unexpected text after 'return (...)'");
+    return std::move(graph_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& message) { fail_at(line_, col_, message); }
+  [[noreturn]] void fail_at(int line, int col, const std::string& message) {
+    throw ParseError(source_, line, col, message);
+  }
+
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return at_end() ? '\0' : text_[pos_]; }
+  void advance() {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      col_ = 1;
+    } else {
+      ++col_;
+    }
+    ++pos_;
+  }
+
+  // Whitespace and '#' comments, except "#{" which opens node metadata.
+  void skip_space() {
+    while (!at_end()) {
+      char c = peek();
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        advance();
+      } else if (c == '#' && !(pos_ + 1 < text_.size() && text_[pos_ + 1] == '{')) {
+        while (!at_end() && peek() != '\n') advance();
+      } else {
+        break;
+      }
+    }
+  }
+
+  bool accept(char c) {
+    skip_space();
+    if (peek() == c) {
+      advance();
+      return true;
+    }
+    return false;
+  }
+
+  void expect(char c) {
+    skip_space();
+    if (peek() != c) fail(std::string("expected '") + c + "' but found " + describe_here());
+    advance();
+  }
+
+  std::string describe_here() {
+    if (at_end()) return "end of text";
+    size_t end = pos_;
+    while (end < text_.size() && end - pos_ < 20 && text_[end] != '\n') ++end;
+    return "'" + std::string(text_.substr(pos_, end - pos_)) + "'";
+  }
+
+  static bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+
+  bool peek_word(std::string_view w) {
+    skip_space();
+    return text_.substr(pos_, w.size()) == w &&
+           (pos_ + w.size() >= text_.size() || !word_char(text_[pos_ + w.size()]));
+  }
+
+  void expect_word(std::string_view w) {
+    if (!peek_word(w)) fail("expected '" + std::string(w) + "' but found " + describe_here());
+    for (size_t i = 0; i < w.size(); ++i) advance();
+  }
+
+  std::string read_word() {
+    skip_space();
+    size_t start = pos_;
+    while (!at_end() && word_char(peek())) advance();
+    return std::string(text_.substr(start, pos_ - start));
+  }
+
+  std::string read_name() {
+    if (at_end() || !word_char(peek())) fail("expected a value name after '%' but found " + describe_here());
+    size_t start = pos_;
+    while (!at_end() && word_char(peek())) advance();
+    return std::string(text_.substr(start, pos_ - start));
+  }
+
+  Value* parse_value_ref() {
+    skip_space();
+    int line = line_, col = col_;
+    expect('%');
+    std::string name = read_name();
+    Value* v = graph_->find_value(name);
+    if (!v) fail_at(line, col, "use of undefined value %" + name);
+    return v;
+  }
+
+  int64_t parse_int() {
+    skip_space();
+    int line = line_, col = col_;
+    size_t start = pos_;
+    if (peek() == '-' || peek() == '+') advance();
+    while (!at_end() && std::isdigit(static_cast<unsigned char>(peek()))) advance();
+    std::string digits(text_.substr(start, pos_ - start));
+    if (digits.empty() || digits == "-" || digits == "+") fail_at(line, col, "expected an integer but found " + describe_here());
+    errno = 0;
+    long long v = std::strtoll(digits.c_str(), nullptr, 10);
+    if (errno == ERANGE) fail_at(line, col, "integer " + digits + " is out of range");
+    return v;
+  }
+
+  std::vector<int64_t> parse_int_list(char open, char close) {
+    std::vector<int64_t> out;
+    expect(open);
+    skip_space();
+    if (peek() != close) {
+      do {
+        out.push_back(parse_int());
+      } while (accept(','));
+    }
+    expect(close);
+    return out;
+  }
+
+  // dtype[sizes]{strides}@device | Tensor | int | float | bool | None
+  void parse_type(ValueType& type, std::optional<TensorMeta>& meta) {
+    skip_space();
+    int line = line_, col = col_;
+    std::string word = read_word();
+    meta.reset();
+    if (word == "int") { type = ValueType::Int; return; }
+    if (word == "float") { type = ValueType::Float; return; }
+    if (word == "bool") { type = ValueType::Bool; return; }
+    if (word == "None") { type = ValueType::None; return; }
+    type = ValueType::Tensor;
+    if (word == "Tensor") return;
+    auto dtype = dtype_from_short_name(word);
+    if (!dtype) fail_at(line, col, "unknown type '" + word + "' (expected a dtype such as f32, bf16, i64, or int/float/bool/None/Tensor)");
+    TensorMeta m;
+    m.dtype = *dtype;
+    m.sizes = parse_int_list('[', ']');
+    for (int64_t s : m.sizes)
+      if (s < 0) fail_at(line, col, "negative size in type");
+    if (peek() == '{') {
+      m.strides = parse_int_list('{', '}');
+      if (m.strides.size() != m.sizes.size())
+        fail_at(line, col, "type has " + std::to_string(m.sizes.size()) + " sizes but " + std::to_string(m.strides.size()) + " strides");
+    } else {
+      m.strides = TensorMeta::contiguous_strides(m.sizes);
+    }
+    if (peek() == '@') {
+      advance();
+      int dline = line_, dcol = col_;
+      size_t start = pos_;
+      while (!at_end() && (word_char(peek()) || peek() == ':')) advance();
+      std::string dev(text_.substr(start, pos_ - start));
+      try {
+        m.device = c10::Device(dev);
+      } catch (const std::exception&) {
+        fail_at(dline, dcol, "invalid device '" + dev + "'");
+      }
+    }
+    meta = std::move(m);
+  }
+
+  void define_name(Value* v, const std::string& name, int line, int col) {
+    if (graph_->find_value(name)) fail_at(line, col, "value %" + name + " is defined twice");
+    graph_->rename(v, name);
+  }
+
+  void parse_input() {
+    skip_space();
+    int line = line_, col = col_;
+    std::string role_word = read_word();
+    InputRole role;
+    if (role_word == "param") role = InputRole::Parameter;
+    else if (role_word == "buffer") role = InputRole::Buffer;
+    else if (role_word == "arg") role = InputRole::Argument;
+    else fail_at(line, col, "expected an input role (param, buffer or arg) but found '" + role_word + "'");
+    skip_space();
+    int nline = line_, ncol = col_;
+    expect('%');
+    std::string name = read_name();
+    if (graph_->find_value(name)) fail_at(nline, ncol, "value %" + name + " is defined twice");
+    expect(':');
+    ValueType type;
+    std::optional<TensorMeta> meta;
+    parse_type(type, meta);
+    Value* v = graph_->add_input(name, type, meta, role);
+    if (v->name() != name) fail_at(nline, ncol, "invalid input name %" + name);
+  }
+
+  std::string parse_string() {
+    skip_space();
+    int line = line_, col = col_;
+    expect('"');
+    std::string out;
+    while (true) {
+      if (at_end() || peek() == '\n') fail_at(line, col, "unterminated string");
+      char c = peek();
+      advance();
+      if (c == '"') break;
+      if (c == '\\') {
+        if (at_end()) fail_at(line, col, "unterminated string");
+        char e = peek();
+        advance();
+        switch (e) {
+          case 'n': out += '\n'; break;
+          case 't': out += '\t'; break;
+          case '"': out += '"'; break;
+          case '\\': out += '\\'; break;
+          default: fail("unknown escape '\\" + std::string(1, e) + "' in string");
+        }
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
+
+  template <size_t N>
+  Arg parse_enum(const EnumName (&table)[N], const std::string& word, Arg (*make)(int64_t), int line, int col,
+                 const char* what) {
+    for (const auto& e : table)
+      if (word == e.name) return make(e.value);
+    fail_at(line, col, std::string("unknown ") + what + " '" + word + "'");
+  }
+
+  Arg parse_arg() {
+    skip_space();
+    int line = line_, col = col_;
+    char c = peek();
+    if (c == '%') return Arg::of(parse_value_ref());
+    if (c == '"') return Arg::string(parse_string());
+    if (c == '[') {
+      advance();
+      std::vector<Arg> items;
+      skip_space();
+      if (peek() != ']') {
+        do {
+          items.push_back(parse_arg());
+        } while (accept(','));
+      }
+      expect(']');
+      return Arg::of_list(std::move(items));
+    }
+    if (c == '-' || c == '+' || std::isdigit(static_cast<unsigned char>(c))) return parse_number();
+    std::string word = read_word();
+    if (word.empty()) fail_at(line, col, "expected an argument but found " + describe_here());
+    if (word == "None") return Arg::none();
+    if (word == "True") return Arg::boolean(true);
+    if (word == "False") return Arg::boolean(false);
+    if (word == "inf") return Arg::real(INFINITY);
+    if (word == "nan") return Arg::real(NAN);
+    if (word == "device") {
+      expect('(');
+      int dline = line_, dcol = col_;
+      std::string dev = parse_string();
+      expect(')');
+      try {
+        return Arg::dev(c10::Device(dev));
+      } catch (const std::exception&) {
+        fail_at(dline, dcol, "invalid device \"" + dev + "\"");
+      }
+    }
+    if (word.rfind("torch.", 0) == 0) {
+      if (enum_in(kDtypeNames, word))
+        return parse_enum(kDtypeNames, word, [](int64_t v) { return Arg::dtype(c10::ScalarType(v)); }, line, col, "dtype");
+      if (enum_in(kLayoutNames, word))
+        return parse_enum(kLayoutNames, word, [](int64_t v) { return Arg::layout(c10::Layout(v)); }, line, col, "layout");
+      return parse_enum(kMemoryFormatNames, word, [](int64_t v) { return Arg::memory_format(c10::MemoryFormat(v)); },
+                        line, col, "dtype, layout or memory format");
+    }
+    fail_at(line, col, "unknown argument '" + word + "'");
+  }
+
+  template <size_t N>
+  static bool enum_in(const EnumName (&table)[N], const std::string& word) {
+    for (const auto& e : table)
+      if (word == e.name) return true;
+    return false;
+  }
+
+  Arg parse_number() {
+    int line = line_, col = col_;
+    size_t start = pos_;
+    bool negative = peek() == '-';
+    if (peek() == '-' || peek() == '+') advance();
+    if (peek_word("inf")) {
+      expect_word("inf");
+      return Arg::real(negative ? -INFINITY : INFINITY);
+    }
+    if (peek_word("nan")) {
+      expect_word("nan");
+      return Arg::real(negative ? -NAN : NAN);
+    }
+    bool is_float = false;
+    while (!at_end()) {
+      char c = peek();
+      if (std::isdigit(static_cast<unsigned char>(c))) {
+        advance();
+      } else if (c == '.' || c == 'e' || c == 'E') {
+        is_float = true;
+        advance();
+        if ((c == 'e' || c == 'E') && (peek() == '-' || peek() == '+')) advance();
+      } else {
+        break;
+      }
+    }
+    std::string literal(text_.substr(start, pos_ - start));
+    char* end = nullptr;
+    errno = 0;
+    if (is_float) {
+      double v = std::strtod(literal.c_str(), &end);
+      if (*end != '\0') fail_at(line, col, "malformed number '" + literal + "'");
+      return Arg::real(v);
+    }
+    long long v = std::strtoll(literal.c_str(), &end, 10);
+    if (*end != '\0' || literal == "-" || literal == "+") fail_at(line, col, "malformed number '" + literal + "'");
+    if (errno == ERANGE) fail_at(line, col, "integer " + literal + " is out of range");
+    return Arg::integer(v);
+  }
+
+  void parse_meta(NodeMeta& m) {
+    expect('{');
+    skip_space();
+    if (peek() == '}') {
+      advance();
+      return;
+    }
+    do {
+      skip_space();
+      int line = line_, col = col_;
+      std::string key = read_word();
+      expect('=');
+      if (key == "phase") {
+        std::string w = read_word();
+        auto p = parse_phase(w);
+        if (!p) fail_at(line, col, "unknown phase '" + w + "' (forward, loss, backward, optimizer)");
+        m.phase = *p;
+      } else if (key == "fqn") {
+        m.module_fqn = parse_string();
+      } else if (key == "seq") {
+        m.seq_nr = parse_int();
+      } else if (key == "recompute") {
+        std::string w = read_word();
+        auto p = parse_recompute_policy(w);
+        if (!p) fail_at(line, col, "unknown recompute policy '" + w + "'");
+        m.recompute = *p;
+      } else if (key == "ac_region") {
+        m.ac_region_id = parse_int();
+      } else if (key == "custom") {
+        expect('{');
+        skip_space();
+        if (peek() != '}') {
+          do {
+            std::string k = parse_string();
+            expect(':');
+            m.custom[k] = parse_string();
+          } while (accept(','));
+        }
+        expect('}');
+      } else {
+        fail_at(line, col, "unknown node metadata key '" + key + "' (phase, fqn, seq, recompute, ac_region, custom)");
+      }
+    } while (accept(','));
+    expect('}');
+  }
+
+  void parse_node() {
+    skip_space();
+    int node_line = line_;
+    struct OutputDecl {
+      std::string name;
+      int line, col;
+      ValueType type;
+      std::optional<TensorMeta> meta;
+    };
+    std::vector<OutputDecl> outs;
+    if (accept('(')) {
+      expect(')');  // a node without outputs
+    } else {
+      do {
+        skip_space();
+        OutputDecl d;
+        d.line = line_;
+        d.col = col_;
+        expect('%');
+        d.name = read_name();
+        expect(':');
+        parse_type(d.type, d.meta);
+        outs.push_back(std::move(d));
+      } while (accept(','));
+    }
+    expect('=');
+    skip_space();
+    int op_line = line_, op_col = col_;
+    size_t start = pos_;
+    while (!at_end() && (word_char(peek()) || peek() == ':')) advance();
+    std::string op(text_.substr(start, pos_ - start));
+    if (op.find("::") == std::string::npos || op.rfind("::") == 0)
+      fail_at(op_line, op_col, "expected an operator such as aten::mm but found '" + op + "'");
+    expect('(');
+    std::vector<Arg> args;
+    skip_space();
+    if (peek() != ')') {
+      do {
+        args.push_back(parse_arg());
+      } while (accept(','));
+    }
+    expect(')');
+    NodeMeta meta;
+    skip_space();
+    if (peek() == '#') {
+      advance();
+      parse_meta(meta);
+    }
+    Node* node = graph_->create(op, std::move(args));
+    node->source_line = node_line;
+    node->meta() = std::move(meta);
+    for (auto& d : outs) {
+      if (graph_->find_value(d.name)) fail_at(d.line, d.col, "value %" + d.name + " is defined twice");
+      Value* v = node->add_output(d.type, d.meta, d.name);
+      if (v->name() != d.name) fail_at(d.line, d.col, "invalid value name %" + d.name);
+    }
+  }
+
+  std::string_view text_;
+  std::string source_;
+  size_t pos_ = 0;
+  int line_ = 1;
+  int col_ = 1;
+  std::unique_ptr<Graph> graph_;
+};
+
+}  // namespace
+
+std::unique_ptr<Graph> parse_graph(std::string_view text, const std::string& source_name) {
+  return Parser(text, source_name).parse();
+}
+
+}  // namespace passcheck::ir
