@@ -132,12 +132,23 @@ void Node::drop_uses() {
   for (size_t i = 0; i < slots_.size(); ++i) slots_[i]->value->remove_use(Use{this, static_cast<uint32_t>(i)});
 }
 
+namespace {
+// Runs before a node's arguments change, so that a rejected argument list leaves the
+// node and every use list exactly as they were.
+void check_value_args(const std::vector<Arg>& args, const Graph* graph, const std::string& op) {
+  for (const Arg& arg : args)
+    arg.for_each_value([&](Value* v) {
+      if (v == nullptr) throw IrError("node " + op + ": argument references a null value");
+      if (v->graph() != graph) throw IrError("node " + op + ": argument %" + v->name() + " belongs to another graph");
+    });
+}
+}  // namespace
+
+// Arguments must have passed check_value_args.
 void Node::rebuild_slots() {
   slots_.clear();
   std::function<void(Arg&)> visit = [&](Arg& a) {
     if (a.kind == Arg::Kind::Value) {
-      if (a.value == nullptr) throw IrError("node " + op_ + ": argument references a null value");
-      if (a.value->graph_ != graph_) throw IrError("node " + op_ + ": argument %" + a.value->name() + " belongs to another graph");
       slots_.push_back(&a);
     } else if (a.kind == Arg::Kind::List) {
       for (Arg& e : a.list) visit(e);
@@ -148,6 +159,7 @@ void Node::rebuild_slots() {
 }
 
 void Node::set_args(std::vector<Arg> args) {
+  check_value_args(args, graph_, op_);
   drop_uses();
   args_ = std::move(args);
   rebuild_slots();
@@ -231,15 +243,10 @@ void Graph::set_output(size_t i, Value* v) {
 }
 
 Node* Graph::create(const std::string& op, std::vector<Arg> args, Node* insert_before) {
+  check_value_args(args, this, op);
   Node* node = new Node(this, op);
   node->args_ = std::move(args);
-  try {
-    node->rebuild_slots();
-  } catch (...) {
-    for (size_t i = 0; i < node->slots_.size(); ++i) node->slots_[i]->value->remove_use(Use{node, static_cast<uint32_t>(i)});
-    delete node;
-    throw;
-  }
+  node->rebuild_slots();
   link_before(node, insert_before);
   ++num_nodes_;
   return node;
@@ -396,6 +403,41 @@ std::unique_ptr<Graph> Graph::clone() const {
 }
 
 std::string Graph::print() const { return print_graph(*this); }
+
+size_t retarget_device(Graph& graph, c10::Device from, c10::Device to) {
+  size_t changed = 0;
+  auto retarget_meta = [&](Value* v) {
+    if (v->meta() && v->meta()->device == from) {
+      TensorMeta m = *v->meta();
+      m.device = to;
+      v->set_meta(m);
+      ++changed;
+    }
+  };
+  std::function<bool(Arg&)> retarget_arg = [&](Arg& a) {
+    bool any = false;
+    if (a.kind == Arg::Kind::Device && a.device == from) {
+      a.device = to;
+      any = true;
+    } else if (a.kind == Arg::Kind::List) {
+      for (Arg& e : a.list) any |= retarget_arg(e);
+    }
+    return any;
+  };
+  for (Value* in : graph.inputs()) retarget_meta(in);
+  for (Node* n : graph.nodes()) {
+    std::vector<Arg> args = n->args();
+    bool any = false;
+    for (Arg& a : args)
+      if (retarget_arg(a)) {
+        any = true;
+        ++changed;
+      }
+    if (any) n->set_args(std::move(args));
+    for (Value* out : n->outputs()) retarget_meta(out);
+  }
+  return changed;
+}
 
 uint64_t Graph::hash() const {
   // FNV-1a over the text form: stable across runs and platforms.

@@ -267,4 +267,9 @@ class Graph {
   std::unordered_map<std::string, int64_t> name_counters_;
 };
 
+/// Moves a graph from one device to another: every Device argument and every
+/// TensorMeta device equal to `from` becomes `to` (used after tracing on meta).
+/// Returns how many arguments and metas changed.
+size_t retarget_device(Graph& graph, c10::Device from, c10::Device to);
+
 }  // namespace passcheck::ir

@@ -2,6 +2,7 @@
 #include "framework/ir/text.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -245,13 +246,14 @@ class Parser {
     ++pos_;
   }
 
-  // Whitespace and '#' comments, except "#{" which opens node metadata.
+  // Whitespace and '#' comments. Node metadata ("#{") is recognized only on its node's
+  // line (parse_node), so a line starting with "#{" is a comment like any other.
   void skip_space() {
     while (!at_end()) {
       char c = peek();
       if (std::isspace(static_cast<unsigned char>(c))) {
         advance();
-      } else if (c == '#' && !(pos_ + 1 < text_.size() && text_[pos_ + 1] == '{')) {
+      } else if (c == '#') {
         while (!at_end() && peek() != '\n') advance();
       } else {
         break;
@@ -279,6 +281,19 @@ class Parser {
     size_t end = pos_;
     while (end < text_.size() && end - pos_ < 20 && text_[end] != '\n') ++end;
     return "'" + std::string(text_.substr(pos_, end - pos_)) + "'";
+  }
+
+  // "ns::name" or "ns::name.overload", every part non-empty.
+  static bool is_valid_op_name(const std::string& op) {
+    const size_t sep = op.find("::");
+    if (sep == std::string::npos || sep == 0) return false;
+    const std::string ns = op.substr(0, sep);
+    const std::string rest = op.substr(sep + 2);
+    if (ns.find_first_of(":.") != std::string::npos || rest.empty() || rest.find(':') != std::string::npos)
+      return false;
+    const size_t dot = rest.find('.');
+    if (dot == std::string::npos) return true;
+    return dot > 0 && dot + 1 < rest.size() && rest.find('.', dot + 1) == std::string::npos;
   }
 
   static bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
@@ -420,6 +435,7 @@ class Parser {
     std::string out;
     while (true) {
       if (at_end() || peek() == '\n') fail_at(line, col, "unterminated string");
+      const int char_line = line_, char_col = col_;
       char c = peek();
       advance();
       if (c == '"') break;
@@ -432,7 +448,7 @@ class Parser {
           case 't': out += '\t'; break;
           case '"': out += '"'; break;
           case '\\': out += '\\'; break;
-          default: fail("unknown escape '\\" + std::string(1, e) + "' in string");
+          default: fail_at(char_line, char_col, "unknown escape '\\" + std::string(1, e) + "' in string");
         }
       } else {
         out += c;
@@ -456,6 +472,10 @@ class Parser {
     if (c == '%') return Arg::of(parse_value_ref());
     if (c == '"') return Arg::string(parse_string());
     if (c == '[') {
+      // Bounded so that hostile input fails with a ParseError instead of overflowing the stack.
+      if (list_depth_ == kMaxListDepth)
+        fail_at(line, col, "argument lists nested too deeply (more than " + std::to_string(kMaxListDepth) + " levels)");
+      ++list_depth_;
       advance();
       std::vector<Arg> items;
       skip_space();
@@ -465,6 +485,7 @@ class Parser {
         } while (accept(','));
       }
       expect(']');
+      --list_depth_;
       return Arg::of_list(std::move(items));
     }
     if (c == '-' || c == '+' || std::isdigit(static_cast<unsigned char>(c))) return parse_number();
@@ -487,6 +508,19 @@ class Parser {
       }
     }
     if (word.rfind("torch.", 0) == 0) {
+      // The printer's form for values without a name: torch.dtype(N) and friends.
+      const Arg::Kind numbered = word == "torch.dtype"           ? Arg::Kind::Dtype
+                                 : word == "torch.layout"        ? Arg::Kind::Layout
+                                 : word == "torch.memory_format" ? Arg::Kind::MemoryFormat
+                                                                 : Arg::Kind::None;
+      if (numbered != Arg::Kind::None && peek() == '(') {
+        advance();
+        Arg a;
+        a.kind = numbered;
+        a.i = parse_int();
+        expect(')');
+        return a;
+      }
       if (enum_in(kDtypeNames, word))
         return parse_enum(kDtypeNames, word, [](int64_t v) { return Arg::dtype(c10::ScalarType(v)); }, line, col, "dtype");
       if (enum_in(kLayoutNames, word))
@@ -556,10 +590,12 @@ class Parser {
       int line = line_, col = col_;
       std::string key = read_word();
       expect('=');
+      skip_space();
+      const int value_line = line_, value_col = col_;
       if (key == "phase") {
         std::string w = read_word();
         auto p = parse_phase(w);
-        if (!p) fail_at(line, col, "unknown phase '" + w + "' (forward, loss, backward, optimizer)");
+        if (!p) fail_at(value_line, value_col, "unknown phase '" + w + "' (forward, loss, backward, optimizer)");
         m.phase = *p;
       } else if (key == "fqn") {
         m.module_fqn = parse_string();
@@ -568,7 +604,7 @@ class Parser {
       } else if (key == "recompute") {
         std::string w = read_word();
         auto p = parse_recompute_policy(w);
-        if (!p) fail_at(line, col, "unknown recompute policy '" + w + "'");
+        if (!p) fail_at(value_line, value_col, "unknown recompute policy '" + w + "'");
         m.recompute = *p;
       } else if (key == "ac_region") {
         m.ac_region_id = parse_int();
@@ -621,7 +657,7 @@ class Parser {
     size_t start = pos_;
     while (!at_end() && (word_char(peek()) || peek() == ':')) advance();
     std::string op(text_.substr(start, pos_ - start));
-    if (op.find("::") == std::string::npos || op.rfind("::") == 0)
+    if (!is_valid_op_name(op))
       fail_at(op_line, op_col, "expected an operator such as aten::mm but found '" + op + "'");
     expect('(');
     std::vector<Arg> args;
@@ -633,8 +669,8 @@ class Parser {
     }
     expect(')');
     NodeMeta meta;
-    skip_space();
-    if (peek() == '#') {
+    while (!at_end() && (peek() == ' ' || peek() == '\t')) advance();
+    if (peek() == '#' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '{') {
       advance();
       parse_meta(meta);
     }
@@ -654,6 +690,8 @@ class Parser {
   int line_ = 1;
   int col_ = 1;
   std::unique_ptr<Graph> graph_;
+  static constexpr int kMaxListDepth = 256;
+  int list_depth_ = 0;
 };
 
 }  // namespace

@@ -1,0 +1,130 @@
+// passcheck bench: eager training-step time, traced-graph step time, tracing time
+// (real and meta), joint-graph size and per-node executor overhead, measured side by
+// side in one process on a fixed number of threads. Eager and traced runs alternate so
+// drift in machine speed hits both alike. Figures are medians.
+#include "framework/cli/commands.h"
+
+#include "framework/exec/executor.h"
+#include "framework/trace/tracer.h"
+#include "framework/version.h"
+#include "oracles/models/subject.h"
+#include "oracles/training_driver.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+namespace passcheck::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<c10::IValue> meta_inputs(const std::vector<c10::IValue>& inputs) {
+  std::vector<c10::IValue> out;
+  for (const auto& v : inputs) {
+    if (!v.isTensor()) {
+      out.push_back(v);
+      continue;
+    }
+    const at::Tensor& t = v.toTensor();
+    out.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta)));
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_bench(const BenchArgs& args) {
+  try {
+    if (args.repeats < 1 || args.warmup < 0) throw std::invalid_argument("--repeats must be >= 1 and --warmup >= 0");
+    at::set_num_threads(args.threads);
+    auto subject = models::make_subject(args.model, {});
+    std::vector<c10::IValue> batch = subject->batch(0);
+
+    // Tracing time, real tensors and meta tensors.
+    std::vector<double> trace_real, trace_meta;
+    size_t nodes = 0;
+    for (int i = 0; i < std::max(3, args.repeats / 2); ++i) {
+      auto t0 = Clock::now();
+      trace::TracedProgram p = oracles::trace_subject(*subject, batch, /*on_meta=*/false);
+      trace_real.push_back(seconds_since(t0));
+      nodes = p.graph().num_nodes();
+      t0 = Clock::now();
+      trace::TracedProgram m = oracles::trace_subject(*subject, batch, /*on_meta=*/true);
+      trace_meta.push_back(seconds_since(t0));
+    }
+
+    trace::TracedProgram program = oracles::trace_subject(*subject, batch, /*on_meta=*/false);
+    std::vector<double> eager_times, traced_times;
+    for (int i = 0; i < args.warmup + args.repeats; ++i) {
+      auto t0 = Clock::now();
+      auto eager_out = oracles::eager_step(*subject, batch);
+      double eager = seconds_since(t0);
+      eager_out.clear();
+      t0 = Clock::now();
+      c10::IValue traced_out = program(batch);
+      double traced = seconds_since(t0);
+      if (i >= args.warmup) {
+        eager_times.push_back(eager);
+        traced_times.push_back(traced);
+      }
+    }
+
+    // Executor + dispatcher cost per node: the same graph on meta inputs, where kernels
+    // only compute output metadata.
+    exec::Executor meta_exec(program.graph());
+    std::vector<c10::IValue> graph_inputs = meta_inputs(program.make_graph_inputs(batch));
+    std::vector<double> meta_times;
+    for (int i = 0; i < args.warmup + args.repeats; ++i) {
+      auto t0 = Clock::now();
+      meta_exec.run(graph_inputs);
+      if (i >= args.warmup) meta_times.push_back(seconds_since(t0));
+    }
+
+    double eager = median(eager_times), traced = median(traced_times);
+    double per_node_us = median(meta_times) / static_cast<double>(nodes) * 1e6;
+    std::printf("passcheck bench --model %s  (passcheck %s, %d thread(s), %d warm-up, %d timed runs, medians)\n",
+                args.model.c_str(), PASSCHECK_VERSION, args.threads, args.warmup, args.repeats);
+    std::printf("  %-44s %10.2f ms\n", "eager training step", eager * 1e3);
+    std::printf("  %-44s %10.2f ms   (%.3f x eager)\n", "traced-graph training step", traced * 1e3, traced / eager);
+    std::printf("  %-44s %10.2f ms\n", "tracing, real tensors", median(trace_real) * 1e3);
+    std::printf("  %-44s %10.2f ms\n", "tracing, meta tensors", median(trace_meta) * 1e3);
+    std::printf("  %-44s %10zu\n", "nodes in the joint graph", nodes);
+    std::printf("  %-44s %10.2f us\n", "executor + dispatch per node (meta run)", per_node_us);
+
+    if (!args.json.empty()) {
+      nlohmann::json j = {{"model", args.model},
+                          {"threads", args.threads},
+                          {"repeats", args.repeats},
+                          {"eager_step_ms", eager * 1e3},
+                          {"traced_step_ms", traced * 1e3},
+                          {"traced_over_eager", traced / eager},
+                          {"trace_real_ms", median(trace_real) * 1e3},
+                          {"trace_meta_ms", median(trace_meta) * 1e3},
+                          {"graph_nodes", nodes},
+                          {"executor_us_per_node_meta", per_node_us}};
+      std::ofstream(args.json) << j.dump(2) << "\n";
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "passcheck bench: error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace passcheck::cli

@@ -1,0 +1,60 @@
+// The passcheck command line: argument parsing and dispatch to the subcommands.
+#include "framework/cli/commands.h"
+#include "framework/version.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  using namespace passcheck::cli;
+  CLI::App app{"passcheck: verify graph passes over PyTorch training graphs bit for bit"};
+  app.set_version_flag("--version", std::string("passcheck ") + PASSCHECK_VERSION);
+  app.require_subcommand(1);
+
+  TraceArgs trace;
+  auto* trace_cmd = app.add_subcommand("trace", "Trace a model's training step into a joint graph and print it");
+  trace_cmd->add_option("--model", trace.model, "Debug model (see `passcheck models`)")->capture_default_str();
+  trace_cmd->add_option("--out", trace.out, "Write the graph text to this file instead of stdout");
+  trace_cmd->add_flag("--meta", trace.meta, "Trace on the meta device (no computation)");
+  trace_cmd->add_option("--seed", trace.seed, "Initialisation and data seed")->capture_default_str();
+  trace_cmd->add_option("--batch", trace.batch_size, "Batch size (0: the model's default)");
+  trace_cmd->add_option("--seq", trace.seq_len, "Sequence length (0: the model's default)");
+
+  RunArgs run;
+  auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs");
+  run_cmd->add_option("file", run.file, "Graph text file")->required();
+  run_cmd->add_option("--seed", run.seed, "Input generation seed")->capture_default_str();
+  run_cmd->add_option("--int-high", run.int_high, "Integer inputs are drawn from [0, N)")->capture_default_str();
+  run_cmd->add_flag("!--no-check-meta", run.check_metadata, "Do not compare outputs with their recorded types");
+
+  CheckArgs check;
+  auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");
+  check_cmd->add_option("--model", check.model, "Debug model (see `passcheck models`)")->capture_default_str();
+  check_cmd->add_option("--steps", check.steps, "Optimizer steps")->capture_default_str();
+  check_cmd->add_option("--optimizer", check.optimizer, "sgd or adam")->capture_default_str();
+  check_cmd->add_option("--lr", check.learning_rate, "Learning rate")->capture_default_str();
+  check_cmd->add_flag("--meta", check.meta, "Trace on the meta device, then run on the real one");
+  check_cmd->add_flag("--verbose", check.verbose, "Print every compared tensor");
+  check_cmd->add_option("--seed", check.seed, "Initialisation and data seed")->capture_default_str();
+  check_cmd->add_option("--batch", check.batch_size, "Batch size (0: the model's default)");
+  check_cmd->add_option("--seq", check.seq_len, "Sequence length (0: the model's default)");
+  check_cmd->add_option("--device", check.device, "cpu or cuda")->capture_default_str();
+
+  BenchArgs bench;
+  auto* bench_cmd = app.add_subcommand("bench", "Measure eager vs traced step time, tracing time and executor overhead");
+  bench_cmd->add_option("--model", bench.model, "Debug model")->capture_default_str();
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs before measuring")->capture_default_str();
+  bench_cmd->add_option("--repeats", bench.repeats, "Timed runs of each measurement")->capture_default_str();
+  bench_cmd->add_option("--threads", bench.threads, "Intra-op threads")->capture_default_str();
+  bench_cmd->add_option("--json", bench.json, "Also write the figures as JSON to this file");
+
+  app.add_subcommand("models", "List the debug models");
+
+  CLI11_PARSE(app, argc, argv);
+  if (*trace_cmd) return run_trace(trace);
+  if (*run_cmd) return run_graph_file(run);
+  if (*check_cmd) return run_check(check);
+  if (*bench_cmd) return run_bench(bench);
+  return run_models();
+}

@@ -1,0 +1,229 @@
+// Executor implementation: a plan per node (operator handle, argument converters,
+// output slots, values to release afterwards), then a tight loop of boxed calls.
+#include "framework/exec/executor.h"
+
+#include "framework/compat/torch_compat.h"
+#include "framework/exec/schema_args.h"
+#include "framework/ir/text.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include <unordered_map>
+
+namespace passcheck::exec {
+
+std::string describe_node(const ir::Node& node) {
+  std::string out = "node `" + ir::print_node(node) + "`";
+  if (node.source_line > 0) out += " (line " + std::to_string(node.source_line) + ")";
+  return out;
+}
+
+namespace {
+// How one schema argument is produced at run time.
+struct ArgPlan {
+  enum class Source { Constant, Slot, Build } source = Source::Constant;
+  c10::IValue constant;        // Source::Constant
+  size_t slot = 0;             // Source::Slot
+  const ir::Arg* arg = nullptr;  // Source::Build: a list holding values
+  const c10::Argument* schema_arg = nullptr;
+};
+}  // namespace
+
+struct Executor::NodePlan {
+  const ir::Node* node = nullptr;
+  c10::OperatorHandle op;
+  std::vector<ArgPlan> args;
+  std::vector<size_t> output_slots;
+  bool returns_list = false;
+  std::vector<size_t> release_after;  // slots whose last use is this node
+  explicit NodePlan(c10::OperatorHandle h) : op(std::move(h)) {}
+};
+
+Executor::~Executor() = default;
+
+size_t Executor::num_nodes() const { return plans_.size(); }
+
+Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(graph), options_(options) {
+  auto& slot_of = slot_of_;
+  for (const ir::Value* in : graph.inputs()) slot_of[in] = num_slots_++;
+  for (const ir::Node* node : graph.nodes())
+    for (const ir::Value* out : node->outputs()) slot_of[out] = num_slots_++;
+
+  std::vector<int64_t> last_use(num_slots_, -1);
+  int64_t index = 0;
+  for (const ir::Node* node : graph.nodes()) {
+    auto handle = find_operator(node->op());
+    if (!handle) throw ExecError("unknown operator '" + node->op() + "' in " + describe_node(*node));
+    NodePlan plan(*handle);
+    plan.node = node;
+    const c10::FunctionSchema& schema = plan.op.schema();
+    const auto& schema_args = schema.arguments();
+    if (node->num_args() > schema_args.size())
+      throw ExecError(node->op() + " takes " + std::to_string(schema_args.size()) + " arguments but " +
+                      std::to_string(node->num_args()) + " were given in " + describe_node(*node));
+    for (size_t i = 0; i < schema_args.size(); ++i) {
+      ArgPlan ap;
+      ap.schema_arg = &schema_args[i];
+      if (i >= node->num_args()) {
+        if (!schema_args[i].default_value())
+          throw ExecError("missing argument '" + schema_args[i].name() + "' of " + node->op() + " in " + describe_node(*node));
+        ap.constant = *schema_args[i].default_value();
+      } else {
+        const ir::Arg& arg = node->arg(i);
+        bool has_values = false;
+        arg.for_each_value([&](ir::Value* v) {
+          has_values = true;
+          last_use[slot_of.at(v)] = index;
+        });
+        if (arg.is_value()) {
+          ap.source = ArgPlan::Source::Slot;
+          ap.slot = slot_of.at(arg.value);
+        } else if (has_values) {
+          ap.source = ArgPlan::Source::Build;
+          ap.arg = &arg;
+        } else {
+          try {
+            ap.constant = to_ivalue(arg, schema_args[i], [](ir::Value*) -> const c10::IValue& {
+              throw std::logic_error("constant argument references a value");
+            });
+          } catch (const std::exception& e) {
+            throw ExecError(std::string(e.what()) + " in " + describe_node(*node));
+          }
+        }
+      }
+      plan.args.push_back(std::move(ap));
+    }
+    const auto& returns = schema.returns();
+    plan.returns_list = returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType;
+    if (!plan.returns_list && returns.size() != node->num_outputs())
+      throw ExecError(node->op() + " returns " + std::to_string(returns.size()) + " value(s) but the node defines " +
+                      std::to_string(node->num_outputs()) + " in " + describe_node(*node));
+    for (const ir::Value* out : node->outputs()) {
+      plan.output_slots.push_back(slot_of.at(out));
+      last_use[slot_of.at(out)] = index;  // unused outputs die right away
+    }
+    plans_.push_back(std::move(plan));
+    ++index;
+  }
+  for (const ir::Value* out : graph.outputs()) {
+    size_t s = slot_of.at(out);
+    last_use[s] = std::numeric_limits<int64_t>::max();
+    output_slots_.push_back(s);
+  }
+  for (size_t s = 0; s < num_slots_; ++s) {
+    if (last_use[s] == std::numeric_limits<int64_t>::max()) continue;
+    if (last_use[s] < 0) {
+      if (s < graph.inputs().size()) unused_input_slots_.push_back(s);
+      continue;
+    }
+    plans_[last_use[s]].release_after.push_back(s);
+  }
+}
+
+void Executor::check_inputs(const std::vector<c10::IValue>& inputs) const {
+  if (inputs.size() != graph_.inputs().size())
+    throw ExecError("graph takes " + std::to_string(graph_.inputs().size()) + " inputs but " +
+                    std::to_string(inputs.size()) + " were given");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value* in = graph_.inputs()[i];
+    if (in->type() == ir::ValueType::Tensor && !inputs[i].isTensor())
+      throw ExecError("input %" + in->name() + " expects a tensor but got " + inputs[i].tagKind());
+    if (in->type() == ir::ValueType::Tensor && in->meta()) {
+      const at::Tensor& t = inputs[i].toTensor();
+      const ir::TensorMeta& m = *in->meta();
+      if (t.sizes().vec() != m.sizes || t.scalar_type() != m.dtype)
+        throw ExecError("input %" + in->name() + " expects " + ir::dtype_short_name(m.dtype) + c10::str(m.sizes) +
+                        " but got " + ir::dtype_short_name(t.scalar_type()) + c10::str(t.sizes()));
+    }
+  }
+}
+
+namespace {
+void check_output_meta(const ir::Value& v, const c10::IValue& iv) {
+  if (v.type() != ir::ValueType::Tensor || !v.meta() || !iv.isTensor()) return;
+  const at::Tensor& t = iv.toTensor();
+  if (!t.defined()) return;
+  const ir::TensorMeta& m = *v.meta();
+  std::string problem;
+  if (t.scalar_type() != m.dtype)
+    problem = std::string("dtype ") + ir::dtype_short_name(t.scalar_type()) + " but the graph says " + ir::dtype_short_name(m.dtype);
+  else if (t.sizes().vec() != m.sizes)
+    problem = "sizes " + c10::str(t.sizes()) + " but the graph says " + c10::str(m.sizes);
+  else if (t.numel() > 1 && t.strides().vec() != m.strides)
+    problem = "strides " + c10::str(t.strides()) + " but the graph says " + c10::str(m.strides);
+  if (!problem.empty()) throw ExecError("output %" + v.name() + " has " + problem);
+}
+}  // namespace
+
+void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, LiveBytesTracker* tracker) {
+  stack_.clear();
+  for (const ArgPlan& ap : plan.args) {
+    switch (ap.source) {
+      case ArgPlan::Source::Constant: stack_.push_back(ap.constant); break;
+      case ArgPlan::Source::Slot: stack_.push_back(slots[ap.slot]); break;
+      case ArgPlan::Source::Build:
+        stack_.push_back(to_ivalue(*ap.arg, *ap.schema_arg,
+                                   [&](ir::Value* v) -> const c10::IValue& { return slots[slot_of_.at(v)]; }));
+        break;
+    }
+  }
+  plan.op.callBoxed(&stack_);
+  if (plan.returns_list) {
+    auto list = stack_.at(0).toList();
+    if (list.size() != plan.output_slots.size())
+      throw ExecError(plan.node->op() + " returned " + std::to_string(list.size()) + " values but the node defines " +
+                      std::to_string(plan.output_slots.size()));
+    for (size_t i = 0; i < list.size(); ++i) slots[plan.output_slots[i]] = list.get(i);
+  } else {
+    for (size_t i = 0; i < plan.output_slots.size(); ++i) slots[plan.output_slots[i]] = std::move(stack_[i]);
+  }
+  for (size_t i = 0; i < plan.output_slots.size(); ++i) {
+    const c10::IValue& out = slots[plan.output_slots[i]];
+    if (options_.check_metadata) check_output_meta(*plan.node->output(i), out);
+    if (tracker && out.isTensor()) tracker->acquire(out.toTensor());
+  }
+}
+
+std::vector<c10::IValue> Executor::run(std::vector<c10::IValue> inputs) {
+  check_inputs(inputs);
+  at::NoGradGuard no_grad;  // the graph already holds the backward
+  stats_ = ExecutionStats{};
+  std::vector<c10::IValue> slots(num_slots_);
+  std::unique_ptr<LiveBytesTracker> tracker;
+  if (options_.track_live_bytes) tracker = std::make_unique<LiveBytesTracker>();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (tracker && inputs[i].isTensor()) tracker->acquire(inputs[i].toTensor());
+    slots[i] = std::move(inputs[i]);
+  }
+  if (tracker) stats_.input_bytes = tracker->current();
+  auto release = [&](size_t s) {
+    if (tracker && slots[s].isTensor()) tracker->release(slots[s].toTensor());
+    slots[s] = c10::IValue();
+  };
+  if (options_.free_after_last_use)
+    for (size_t s : unused_input_slots_) release(s);
+  for (const NodePlan& plan : plans_) {
+    try {
+      run_node(plan, slots, tracker.get());
+    } catch (const ExecError& e) {
+      throw ExecError(std::string(e.what()) + " in " + describe_node(*plan.node));
+    } catch (const c10::Error& e) {
+      throw ExecError(compat::error_message(e) + "\n  while running " + describe_node(*plan.node));
+    } catch (const std::exception& e) {
+      throw ExecError(std::string(e.what()) + "\n  while running " + describe_node(*plan.node));
+    }
+    ++stats_.nodes_run;
+    if (options_.free_after_last_use)
+      for (size_t s : plan.release_after) release(s);
+  }
+  std::vector<c10::IValue> outputs;
+  outputs.reserve(output_slots_.size());
+  for (size_t s : output_slots_) outputs.push_back(slots[s]);
+  if (tracker) {
+    stats_.peak_live_bytes = tracker->peak();
+    stats_.final_live_bytes = tracker->current();
+  }
+  return outputs;
+}
+
+}  // namespace passcheck::exec

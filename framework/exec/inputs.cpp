@@ -1,0 +1,43 @@
+// Seeded input generation for graph files.
+#include "framework/exec/inputs.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <stdexcept>
+
+namespace passcheck::exec {
+
+std::vector<c10::IValue> make_inputs(const ir::Graph& graph, const InputOptions& options) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(options.seed);
+  std::vector<c10::IValue> out;
+  for (const ir::Value* in : graph.inputs()) {
+    switch (in->type()) {
+      case ir::ValueType::Int: out.emplace_back(int64_t{1}); continue;
+      case ir::ValueType::Float: out.emplace_back(1.0); continue;
+      case ir::ValueType::Bool: out.emplace_back(true); continue;
+      case ir::ValueType::None: out.emplace_back(); continue;
+      case ir::ValueType::Tensor: break;
+    }
+    if (!in->meta()) throw std::invalid_argument("input %" + in->name() + " has no tensor metadata to generate it from");
+    const ir::TensorMeta& m = *in->meta();
+    if (m.device.is_cuda() && !at::hasCUDA())
+      throw std::invalid_argument("input %" + in->name() + " lives on " + m.device.str() + " but no CUDA device is available");
+    // Values are drawn on the CPU as a contiguous block, then laid out as the meta says.
+    at::Tensor values;
+    auto cpu = at::TensorOptions().device(at::kCPU);
+    if (at::isFloatingType(m.dtype)) {
+      values = at::randn(m.sizes, gen, cpu.dtype(at::kFloat)).mul_(options.float_scale).to(m.dtype);
+    } else if (m.dtype == at::kBool) {
+      values = at::randint(0, 2, m.sizes, gen, cpu.dtype(at::kLong)).to(at::kBool);
+    } else {
+      values = at::randint(0, options.int_high, m.sizes, gen, cpu.dtype(at::kLong)).to(m.dtype);
+    }
+    at::Tensor t = at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype).device(m.device));
+    if (!m.device.is_meta()) t.copy_(values);
+    out.emplace_back(t);
+  }
+  return out;
+}
+
+}  // namespace passcheck::exec

@@ -1,0 +1,132 @@
+// IR argument <-> boxed IValue conversion driven by operator schemas.
+#include "framework/exec/schema_args.h"
+
+#include "framework/compat/torch_compat.h"
+
+#include <ATen/core/List.h>
+
+#include <stdexcept>
+
+namespace passcheck::exec {
+
+namespace {
+c10::TypePtr strip_optional(c10::TypePtr t) {
+  if (auto opt = t->cast<c10::OptionalType>()) return opt->getElementType();
+  return t;
+}
+}  // namespace
+
+SchemaArgKind classify(const c10::Argument& arg) {
+  switch (compat::real_kind(arg)) {
+    case c10::TypeKind::ScalarTypeType: return SchemaArgKind::Dtype;
+    case c10::TypeKind::LayoutType: return SchemaArgKind::Layout;
+    case c10::TypeKind::MemoryFormatType: return SchemaArgKind::MemoryFormat;
+    default: break;
+  }
+  c10::TypePtr t = strip_optional(arg.type());
+  switch (t->kind()) {
+    case c10::TypeKind::TensorType: return SchemaArgKind::Tensor;
+    case c10::TypeKind::IntType:
+    case c10::TypeKind::SymIntType: return SchemaArgKind::Int;
+    case c10::TypeKind::FloatType: return SchemaArgKind::Float;
+    case c10::TypeKind::BoolType: return SchemaArgKind::Bool;
+    case c10::TypeKind::NumberType: return SchemaArgKind::Scalar;
+    case c10::TypeKind::StringType: return SchemaArgKind::String;
+    case c10::TypeKind::DeviceObjType: return SchemaArgKind::Device;
+    case c10::TypeKind::GeneratorType: return SchemaArgKind::Generator;
+    case c10::TypeKind::ListType: {
+      c10::TypePtr elem = t->castRaw<c10::ListType>()->getElementType();
+      if (elem->kind() == c10::TypeKind::TensorType) return SchemaArgKind::TensorList;
+      if (auto opt = elem->cast<c10::OptionalType>())
+        if (opt->getElementType()->kind() == c10::TypeKind::TensorType) return SchemaArgKind::OptionalTensorList;
+      if (compat::is_int_type(elem)) return SchemaArgKind::IntList;
+      if (elem->kind() == c10::TypeKind::FloatType) return SchemaArgKind::FloatList;
+      if (elem->kind() == c10::TypeKind::BoolType) return SchemaArgKind::BoolList;
+      return SchemaArgKind::Other;
+    }
+    default: return SchemaArgKind::Other;
+  }
+}
+
+namespace {
+[[noreturn]] void bad(const c10::Argument& schema_arg, const std::string& what) {
+  throw std::invalid_argument("argument '" + schema_arg.name() + "' (" + schema_arg.type()->str() + "): " + what);
+}
+}  // namespace
+
+c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
+                      const std::function<const c10::IValue&(ir::Value*)>& value_of) {
+  using K = ir::Arg::Kind;
+  if (arg.kind == K::None) return c10::IValue();
+  if (arg.kind == K::Value) return value_of(arg.value);
+  SchemaArgKind kind = classify(schema_arg);
+  switch (arg.kind) {
+    case K::Bool: return c10::IValue(arg.b);
+    case K::Int: return kind == SchemaArgKind::Float ? c10::IValue(static_cast<double>(arg.i)) : c10::IValue(arg.i);
+    case K::Float: return c10::IValue(arg.f);
+    case K::String: return c10::IValue(arg.s);
+    case K::Dtype:
+    case K::Layout:
+    case K::MemoryFormat: return c10::IValue(arg.i);  // boxed calls carry these enums as ints
+    case K::Device: return c10::IValue(arg.device);
+    case K::List: break;
+    default: bad(schema_arg, "unsupported constant");
+  }
+  switch (kind) {
+    case SchemaArgKind::TensorList: {
+      c10::List<at::Tensor> list;
+      for (const ir::Arg& e : arg.list) {
+        if (!e.is_value()) bad(schema_arg, "Tensor[] element is not a value");
+        list.push_back(value_of(e.value).toTensor());
+      }
+      return c10::IValue(list);
+    }
+    case SchemaArgKind::OptionalTensorList: {
+      c10::List<c10::optional<at::Tensor>> list;
+      for (const ir::Arg& e : arg.list) {
+        if (e.is_none()) list.push_back(c10::nullopt);
+        else if (e.is_value()) list.push_back(value_of(e.value).toTensor());
+        else bad(schema_arg, "Tensor?[] element is neither a value nor None");
+      }
+      return c10::IValue(list);
+    }
+    case SchemaArgKind::IntList: {
+      std::vector<int64_t> v;
+      for (const ir::Arg& e : arg.list) {
+        if (e.kind == K::Int) v.push_back(e.i);
+        else if (e.is_value()) v.push_back(value_of(e.value).toInt());
+        else bad(schema_arg, "int[] element is not an int");
+      }
+      return c10::IValue(v);
+    }
+    case SchemaArgKind::FloatList: {
+      std::vector<double> v;
+      for (const ir::Arg& e : arg.list) {
+        if (e.kind == K::Float) v.push_back(e.f);
+        else if (e.kind == K::Int) v.push_back(static_cast<double>(e.i));
+        else bad(schema_arg, "float[] element is not a number");
+      }
+      return c10::IValue(v);
+    }
+    case SchemaArgKind::BoolList: {
+      c10::List<bool> v;
+      for (const ir::Arg& e : arg.list) {
+        if (e.kind != K::Bool) bad(schema_arg, "bool[] element is not a bool");
+        v.push_back(e.b);
+      }
+      return c10::IValue(v);
+    }
+    default: bad(schema_arg, "a list was given for a non-list argument");
+  }
+}
+
+std::optional<c10::OperatorHandle> find_operator(const std::string& qualified_op) {
+  auto dot = qualified_op.find('.');
+  std::string name = dot == std::string::npos ? qualified_op : qualified_op.substr(0, dot);
+  std::string overload = dot == std::string::npos ? "" : qualified_op.substr(dot + 1);
+  auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
+  if (!handle) return std::nullopt;
+  return *handle;
+}
+
+}  // namespace passcheck::exec

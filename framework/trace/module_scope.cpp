@@ -1,0 +1,87 @@
+// Thread-local module and phase stacks, the interceptor slot, and gradients().
+#include "framework/trace/module_scope.h"
+
+#include <torch/csrc/autograd/autograd.h>
+
+#include <atomic>
+
+namespace passcheck::trace {
+
+namespace {
+struct ScopeState {
+  std::vector<std::string> fqns;
+  std::vector<ir::Phase> phases;
+  ModuleInterceptor interceptor;
+};
+thread_local ScopeState tls_scope;
+std::atomic<int> g_gradient_depth{0};
+const std::string kEmpty;
+}  // namespace
+
+ModuleScope::ModuleScope(std::string fqn, std::optional<ir::Phase> phase) : pushed_phase_(phase.has_value()) {
+  tls_scope.fqns.push_back(std::move(fqn));
+  if (phase) tls_scope.phases.push_back(*phase);
+}
+
+ModuleScope::~ModuleScope() {
+  tls_scope.fqns.pop_back();
+  if (pushed_phase_) tls_scope.phases.pop_back();
+}
+
+const std::string& current_module_fqn() { return tls_scope.fqns.empty() ? kEmpty : tls_scope.fqns.back(); }
+
+std::optional<ir::Phase> current_phase() {
+  if (tls_scope.phases.empty()) return std::nullopt;
+  return tls_scope.phases.back();
+}
+
+bool in_gradient_computation() { return g_gradient_depth.load() > 0; }
+
+std::vector<at::Tensor> call_module(const std::string& fqn, const std::vector<at::Tensor>& inputs,
+                                    const ModuleForward& forward) {
+  ModuleForward scoped = [&](const std::vector<at::Tensor>& in) {
+    ModuleScope scope(fqn);
+    return forward(in);
+  };
+  if (tls_scope.interceptor) {
+    // The interceptor runs without itself installed so nested modules see the original slot.
+    ModuleInterceptor interceptor = std::move(tls_scope.interceptor);
+    tls_scope.interceptor = nullptr;
+    struct Restore {
+      ModuleInterceptor& slot;
+      ModuleInterceptor& value;
+      ~Restore() { slot = std::move(value); }
+    } restore{tls_scope.interceptor, interceptor};
+    ModuleForward nested = [&](const std::vector<at::Tensor>& in) {
+      // Restore the interceptor for submodules called from inside this forward.
+      ModuleInterceptorGuard inner(interceptor);
+      return scoped(in);
+    };
+    return interceptor(fqn, inputs, nested);
+  }
+  return scoped(inputs);
+}
+
+at::Tensor call_module(const std::string& fqn, const at::Tensor& input,
+                       const std::function<at::Tensor(const at::Tensor&)>& forward) {
+  return call_module(fqn, std::vector<at::Tensor>{input},
+                     [&](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{forward(in.at(0))}; })
+      .at(0);
+}
+
+ModuleInterceptorGuard::ModuleInterceptorGuard(ModuleInterceptor interceptor)
+    : previous_(std::move(tls_scope.interceptor)) {
+  tls_scope.interceptor = std::move(interceptor);
+}
+
+ModuleInterceptorGuard::~ModuleInterceptorGuard() { tls_scope.interceptor = std::move(previous_); }
+
+std::vector<at::Tensor> gradients(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs) {
+  struct Depth {
+    Depth() { ++g_gradient_depth; }
+    ~Depth() { --g_gradient_depth; }
+  } depth;
+  return torch::autograd::grad(outputs, inputs);
+}
+
+}  // namespace passcheck::trace

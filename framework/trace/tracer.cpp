@@ -1,0 +1,476 @@
+// Tracer implementation. A boxed fallback on DispatchKey::TESTING_ONLY_GenericMode
+// (highest-priority mode key; switched on for the traced call with an
+// IncludeDispatchKeyGuard, and carried by LibTorch into the autograd engine) sees
+// every operator call. Composite-implicit operators are redispatched with the key
+// still included, so their decomposition is recorded; primitives are run with the key
+// excluded and recorded as one node. Tensors are mapped to graph values by TensorImpl,
+// or, for autograd's saved-variable copies that share storage, by their view geometry.
+#include "framework/trace/tracer.h"
+
+#include "framework/compat/torch_compat.h"
+#include "framework/exec/schema_args.h"
+#include "framework/ir/text.h"
+#include "framework/trace/module_scope.h"
+
+#include <ATen/ATen.h>
+#include <ATen/SequenceNumber.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/record_function.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/library.h>
+#include <torch/nn/module.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+namespace passcheck::trace {
+
+namespace {
+
+constexpr auto kTraceKey = c10::DispatchKey::TESTING_ONLY_GenericMode;
+
+// Identity of a tensor view independent of its TensorImpl: autograd's saved variables
+// unpack into fresh TensorImpls over the same storage and geometry.
+struct ViewKey {
+  const c10::StorageImpl* storage;
+  int64_t offset;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  c10::ScalarType dtype;
+  bool operator==(const ViewKey& o) const {
+    return storage == o.storage && offset == o.offset && sizes == o.sizes && strides == o.strides && dtype == o.dtype;
+  }
+};
+struct ViewKeyHash {
+  size_t operator()(const ViewKey& k) const {
+    size_t h = std::hash<const void*>()(k.storage) ^ (std::hash<int64_t>()(k.offset) << 1) ^ (size_t(k.dtype) << 7);
+    for (int64_t s : k.sizes) h = h * 31 + std::hash<int64_t>()(s);
+    for (int64_t s : k.strides) h = h * 17 + std::hash<int64_t>()(s);
+    return h;
+  }
+};
+
+ir::TensorMeta meta_of(const at::Tensor& t) {
+  ir::TensorMeta m;
+  m.sizes = t.sizes().vec();
+  m.strides = t.strides().vec();
+  m.dtype = t.scalar_type();
+  m.device = t.device();
+  return m;
+}
+
+std::string describe_tensor(const at::Tensor& t) {
+  return std::string(ir::dtype_short_name(t.scalar_type())) + c10::str(t.sizes()) + " on " + t.device().str();
+}
+
+class Recorder {
+ public:
+  explicit Recorder(ir::Graph& graph) : graph_(graph), log_ops_(std::getenv("PASSCHECK_TRACE_LOG") != nullptr) {}
+
+  void bind(const at::Tensor& t, ir::Value* v) {
+    if (!t.defined()) return;
+    by_impl_[t.unsafeGetTensorImpl()] = {v, t};
+    if (t.has_storage()) by_view_[view_key(t)] = v;
+  }
+
+  ir::Value* lookup(const at::Tensor& t) const {
+    auto it = by_impl_.find(t.unsafeGetTensorImpl());
+    if (it != by_impl_.end()) return it->second.value;
+    if (t.has_storage()) {
+      auto vit = by_view_.find(view_key(t));
+      if (vit != by_view_.end()) return vit->second;
+    }
+    return nullptr;
+  }
+
+  void record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
+  void on_backward_function_enter(int64_t seq) { backward_seq_stack_.push_back(seq); last_backward_seq_ = seq; }
+  void on_backward_function_exit() {
+    if (!backward_seq_stack_.empty()) backward_seq_stack_.pop_back();
+  }
+  /// Copies forward annotations onto backward nodes (through sequence numbers).
+  void propagate_backward_metadata();
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  static ViewKey view_key(const at::Tensor& t) {
+    return ViewKey{t.storage().unsafeGetStorageImpl(), t.storage_offset(), t.sizes().vec(), t.strides().vec(),
+                   t.scalar_type()};
+  }
+  ir::Arg to_arg(const c10::IValue& iv, const c10::Argument& schema_arg, const std::string& op);
+  ir::Value* value_for(const at::Tensor& t, const std::string& op, const std::string& arg_name);
+  void add_output(ir::Node* node, const c10::IValue& iv, const std::string& op);
+  std::string recent_nodes() const;
+  /// Metadata for a node recorded now: phase, module FQN and sequence number.
+  ir::NodeMeta context_meta(int64_t seq_before, bool created_grad_fn) const;
+
+  struct Bound {
+    ir::Value* value;
+    at::Tensor keep_alive;  // a dead TensorImpl's address could be reused by a new tensor
+  };
+  ir::Graph& graph_;
+  bool log_ops_;  // PASSCHECK_TRACE_LOG: print every recorded node to stderr
+  std::unordered_map<const c10::TensorImpl*, Bound> by_impl_;
+  std::unordered_map<ViewKey, ir::Value*, ViewKeyHash> by_view_;
+  std::vector<int64_t> backward_seq_stack_;
+  int64_t last_backward_seq_ = -1;
+  std::mutex mutex_;
+};
+
+std::atomic<Recorder*> g_recorder{nullptr};
+std::mutex g_trace_mutex;  // one trace at a time per process
+
+ir::Value* Recorder::value_for(const at::Tensor& t, const std::string& op, const std::string& arg_name) {
+  if (ir::Value* v = lookup(t)) return v;
+  if (t.dim() == 0 && t.device().is_cpu() && !at::isComplexType(t.scalar_type())) {
+    // A scalar LibTorch built outside the dispatcher (a wrapped number): recreate it.
+    ir::Arg value;
+    {
+      c10::impl::ExcludeDispatchKeyGuard exclude(kTraceKey);
+      if (at::isFloatingType(t.scalar_type())) value = ir::Arg::real(t.item<double>());
+      else if (t.scalar_type() == at::kBool) value = ir::Arg::boolean(t.item<bool>());
+      else value = ir::Arg::integer(t.item<int64_t>());
+    }
+    ir::Node* node = graph_.create("aten::scalar_tensor", {value, ir::Arg::dtype(t.scalar_type()), ir::Arg::none(),
+                                                           ir::Arg::dev(t.device()), ir::Arg::none()});
+    node->meta() = context_meta(/*seq_before=*/-1, /*created_grad_fn=*/false);
+    ir::Value* v = node->add_output(ir::ValueType::Tensor, meta_of(t));
+    bind(t, v);
+    return v;
+  }
+  throw TraceError("argument '" + arg_name + "' of " + op + " is a tensor the tracer has not seen (" + describe_tensor(t) +
+                   "): every tensor a step uses must be a module parameter or buffer, a step argument, or the result "
+                   "of a traced operation. Register constant tensors as module buffers." + recent_nodes());
+}
+
+std::string Recorder::recent_nodes() const {
+  std::vector<const ir::Node*> tail;
+  for (const ir::Node* n = graph_.last_node(); n && tail.size() < 3; n = n->prev()) tail.push_back(n);
+  if (tail.empty()) return "";
+  std::string out = "\n  last recorded nodes:";
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) out += "\n    " + ir::print_node(**it);
+  return out;
+}
+
+ir::Arg Recorder::to_arg(const c10::IValue& iv, const c10::Argument& schema_arg, const std::string& op) {
+  using exec::SchemaArgKind;
+  if (iv.isNone()) return ir::Arg::none();
+  SchemaArgKind kind = exec::classify(schema_arg);
+  auto unsupported = [&](const std::string& what) -> TraceError {
+    return TraceError(op + " argument '" + schema_arg.name() + "' of type " + schema_arg.type()->str() + ": " + what);
+  };
+  switch (kind) {
+    case SchemaArgKind::Tensor: {
+      const at::Tensor& t = iv.toTensor();
+      if (!t.defined()) return ir::Arg::none();
+      return ir::Arg::of(value_for(t, op, schema_arg.name()));
+    }
+    case SchemaArgKind::TensorList: {
+      std::vector<ir::Arg> items;
+      for (const at::Tensor& t : iv.toTensorVector()) items.push_back(ir::Arg::of(value_for(t, op, schema_arg.name())));
+      return ir::Arg::of_list(std::move(items));
+    }
+    case SchemaArgKind::OptionalTensorList: {
+      std::vector<ir::Arg> items;
+      for (const c10::IValue& e : iv.toListRef()) {
+        if (e.isNone() || !e.toTensor().defined()) items.push_back(ir::Arg::none());
+        else items.push_back(ir::Arg::of(value_for(e.toTensor(), op, schema_arg.name())));
+      }
+      return ir::Arg::of_list(std::move(items));
+    }
+    case SchemaArgKind::Dtype: return ir::Arg::dtype(static_cast<c10::ScalarType>(iv.toInt()));
+    case SchemaArgKind::Layout: return ir::Arg::layout(static_cast<c10::Layout>(iv.toInt()));
+    case SchemaArgKind::MemoryFormat: return ir::Arg::memory_format(static_cast<c10::MemoryFormat>(iv.toInt()));
+    case SchemaArgKind::Device: return ir::Arg::dev(iv.toDevice());
+    case SchemaArgKind::IntList: return ir::Arg::int_list(iv.toIntVector());
+    case SchemaArgKind::FloatList: {
+      std::vector<ir::Arg> items;
+      for (double d : iv.toDoubleVector()) items.push_back(ir::Arg::real(d));
+      return ir::Arg::of_list(std::move(items));
+    }
+    case SchemaArgKind::BoolList: {
+      std::vector<ir::Arg> items;
+      for (bool b : iv.toBoolList()) items.push_back(ir::Arg::boolean(b));
+      return ir::Arg::of_list(std::move(items));
+    }
+    case SchemaArgKind::Generator:
+      throw unsupported("an explicit generator cannot be recorded; graphs replay the default generator");
+    default: break;
+  }
+  if (iv.isBool()) return ir::Arg::boolean(iv.toBool());
+  if (iv.isInt()) return ir::Arg::integer(iv.toInt());
+  if (iv.isDouble()) return ir::Arg::real(iv.toDouble());
+  if (iv.isString()) return ir::Arg::string(iv.toStringRef());
+  throw unsupported("value of kind " + std::string(iv.tagKind()) + " cannot be recorded");
+}
+
+void Recorder::add_output(ir::Node* node, const c10::IValue& iv, const std::string& op) {
+  if (iv.isTensor()) {
+    const at::Tensor& t = iv.toTensor();
+    if (!t.defined()) {
+      node->add_output(ir::ValueType::None, std::nullopt);
+      return;
+    }
+    bind(t, node->add_output(ir::ValueType::Tensor, meta_of(t)));
+  } else if (iv.isTensorList()) {
+    for (const at::Tensor& t : iv.toTensorVector()) bind(t, node->add_output(ir::ValueType::Tensor, meta_of(t)));
+  } else if (iv.isInt()) {
+    node->add_output(ir::ValueType::Int, std::nullopt);
+  } else if (iv.isDouble()) {
+    node->add_output(ir::ValueType::Float, std::nullopt);
+  } else if (iv.isBool()) {
+    node->add_output(ir::ValueType::Bool, std::nullopt);
+  } else if (iv.isNone()) {
+    node->add_output(ir::ValueType::None, std::nullopt);
+  } else {
+    throw TraceError(op + " returned a value of kind " + std::string(iv.tagKind()) + " that graphs cannot hold");
+  }
+}
+
+void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  std::string qualified = schema.name();
+  if (!schema.overload_name().empty()) qualified += "." + schema.overload_name();
+  const auto& schema_args = schema.arguments();
+  size_t first = stack->size() - schema_args.size();
+
+  std::vector<ir::Arg> args;
+  args.reserve(schema_args.size());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < schema_args.size(); ++i) args.push_back(to_arg((*stack)[first + i], schema_args[i], qualified));
+  }
+
+  int64_t seq_before = at::sequence_number::peek();
+  {
+    c10::impl::ExcludeDispatchKeyGuard exclude(kTraceKey);
+    op.redispatchBoxed(ks.remove(kTraceKey), stack);
+  }
+  bool created_grad_fn = at::sequence_number::peek() != seq_before;
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  ir::Node* node = graph_.create(qualified, std::move(args));
+  node->meta() = context_meta(seq_before, created_grad_fn);
+  size_t num_returns = schema.returns().size();
+  for (size_t i = stack->size() - num_returns; i < stack->size(); ++i) add_output(node, (*stack)[i], qualified);
+  if (log_ops_) std::fprintf(stderr, "[trace] %s\n", ir::print_node(*node).c_str());
+}
+
+ir::NodeMeta Recorder::context_meta(int64_t seq_before, bool created_grad_fn) const {
+  ir::NodeMeta meta;
+  if (!backward_seq_stack_.empty()) {
+    meta.phase = ir::Phase::Backward;
+    meta.seq_nr = backward_seq_stack_.back();
+  } else if (in_gradient_computation()) {
+    // Engine work outside a backward function (seed gradient, gradient accumulation):
+    // attributed to the backward function that ran last.
+    meta.phase = ir::Phase::Backward;
+    meta.seq_nr = last_backward_seq_;
+  } else {
+    meta.phase = current_phase().value_or(ir::Phase::Forward);
+    meta.module_fqn = current_module_fqn();
+    if (created_grad_fn) meta.seq_nr = seq_before;
+  }
+  return meta;
+}
+
+void Recorder::propagate_backward_metadata() {
+  std::unordered_map<int64_t, const ir::Node*> forward_by_seq;
+  for (const ir::Node* n : graph_.nodes())
+    if (n->meta().phase != ir::Phase::Backward && n->meta().seq_nr >= 0) forward_by_seq.emplace(n->meta().seq_nr, n);
+  for (ir::Node* n : graph_.nodes()) {
+    if (n->meta().phase != ir::Phase::Backward || n->meta().seq_nr < 0) continue;
+    auto it = forward_by_seq.find(n->meta().seq_nr);
+    if (it == forward_by_seq.end()) continue;
+    const ir::NodeMeta& fwd = it->second->meta();
+    if (n->meta().module_fqn.empty()) n->meta().module_fqn = fwd.module_fqn;
+    for (const auto& [k, v] : fwd.custom) n->meta().custom.emplace(k, v);  // a node keeps its own keys
+  }
+}
+
+// True when the kernel this call reaches is the CompositeImplicitAutograd one: the op
+// has such a kernel and none for the call's backend (or an explicit composite one).
+// Some ops (silu_backward, ...) have both a CPU/CUDA kernel and a composite fallback
+// for other backends; those are primitives here. Meta calls are judged as CPU calls, so
+// tracing on meta records the same graph as tracing on the CPU.
+bool runs_composite_implicit_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet ks) {
+  if (!op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) return false;
+  if (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd)) return false;
+  c10::DispatchKey backend = c10::highestPriorityBackendTypeId(ks.remove(kTraceKey));
+  if (backend == c10::DispatchKey::Meta) backend = c10::DispatchKey::CPU;
+  return backend == c10::DispatchKey::Undefined || !op.hasKernelForDispatchKey(backend);
+}
+
+void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  Recorder* recorder = g_recorder.load();
+  if (recorder == nullptr) {
+    c10::impl::ExcludeDispatchKeyGuard exclude(kTraceKey);
+    op.redispatchBoxed(ks.remove(kTraceKey), stack);
+    return;
+  }
+  if (runs_composite_implicit_kernel(op, ks)) {
+    // Keep the mode on: the decomposition's primitives come back through this fallback.
+    op.redispatchBoxed(ks.remove(kTraceKey), stack);
+    return;
+  }
+  recorder->record(op, ks, stack);
+}
+
+// Meta tracing on LibTorch 1.13 meets a few operators without a Meta kernel
+// (index_select, embedding_dense_backward, ...). This backend fallback, reached only for
+// such operators and only below autograd (so their grad_fn is still recorded), runs the
+// CPU kernel on zero-filled stand-ins and returns meta tensors of the same geometry.
+// Outside a trace it reports the missing kernel as LibTorch would.
+at::Tensor cpu_stand_in(const at::Tensor& t) {
+  if (!t.defined() || !t.is_meta()) return t;
+  return at::zeros(t.sizes(), t.options().device(at::kCPU)).as_strided(t.sizes(), t.strides());
+}
+
+c10::IValue to_cpu_stand_in(const c10::IValue& v) {
+  if (v.isTensor()) return cpu_stand_in(v.toTensor());
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : v.toTensorVector()) out.push_back(cpu_stand_in(t));
+    return out;
+  }
+  if (v.isList()) {
+    bool has_tensors = false;
+    for (const c10::IValue& e : v.toListRef()) has_tensors |= e.isTensor();
+    if (has_tensors) {
+      c10::List<c10::optional<at::Tensor>> out;
+      for (const c10::IValue& e : v.toListRef())
+        out.push_back(e.isTensor() ? c10::optional<at::Tensor>(cpu_stand_in(e.toTensor())) : c10::nullopt);
+      return out;
+    }
+  }
+  if (v.isDevice() && v.toDevice().is_meta()) return c10::IValue(c10::Device(c10::DeviceType::CPU));
+  return v;
+}
+
+c10::IValue to_meta_result(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) return v;
+    return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
+  }
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : v.toTensorVector())
+      out.push_back(at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta)));
+    return out;
+  }
+  return v;
+}
+
+void meta_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  TORCH_CHECK_NOT_IMPLEMENTED(g_recorder.load() != nullptr, "Could not run '", schema.name(),
+                              "' with arguments from the 'Meta' backend (no Meta kernel).");
+  const auto& schema_args = schema.arguments();
+  size_t first = stack->size() - schema_args.size();
+  std::vector<c10::IValue> meta_args(stack->begin() + first, stack->end());
+  stack->resize(first);
+  for (const c10::IValue& a : meta_args) stack->push_back(to_cpu_stand_in(a));
+  {
+    c10::impl::ExcludeDispatchKeyGuard exclude(kTraceKey);
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  }
+  const auto& returns = schema.returns();
+  size_t ret_first = stack->size() - returns.size();
+  for (size_t i = 0; i < returns.size(); ++i) {
+    c10::IValue& out = (*stack)[ret_first + i];
+    const c10::AliasInfo* alias = returns[i].alias_info();
+    bool aliased = false;
+    if (alias) {
+      // An in-place or out= result is the meta argument it aliases.
+      for (size_t j = 0; j < schema_args.size() && !aliased; ++j) {
+        const c10::AliasInfo* arg_alias = schema_args[j].alias_info();
+        if (arg_alias && arg_alias->beforeSets() == alias->beforeSets()) {
+          out = meta_args[j];
+          aliased = true;
+        }
+      }
+    }
+    if (!aliased) out = to_meta_result(out);
+  }
+}
+
+}  // namespace
+
+}  // namespace passcheck::trace
+
+TORCH_LIBRARY_IMPL(_, TESTING_ONLY_GenericMode, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::trace_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, Meta, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_fallback>());
+}
+
+namespace passcheck::trace {
+
+TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& fn,
+                         const std::vector<c10::IValue>& example_args, const TraceOptions& options) {
+  std::lock_guard<std::mutex> one_trace(g_trace_mutex);
+  auto graph = std::make_shared<ir::Graph>();
+  Recorder recorder(*graph);
+
+  ModuleState state = collect_state(modules);
+  for (size_t i = 0; i < state.tensors.size(); ++i) {
+    const at::Tensor& t = state.tensors[i];
+    ir::InputRole role = i < state.num_parameters ? ir::InputRole::Parameter : ir::InputRole::Buffer;
+    recorder.bind(t, graph->add_input(state.fqns[i], ir::ValueType::Tensor, meta_of(t), role));
+  }
+  std::vector<at::Tensor> arg_tensors;
+  TreeSpec args_spec = flatten(c10::IValue(c10::ivalue::Tuple::create(example_args)), arg_tensors, "args");
+  for (size_t i = 0; i < arg_tensors.size(); ++i)
+    recorder.bind(arg_tensors[i], graph->add_input("arg" + std::to_string(i), ir::ValueType::Tensor,
+                                                   meta_of(arg_tensors[i]), ir::InputRole::Argument));
+
+  c10::IValue result;
+  {
+    auto backward_callback = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(
+            [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+              if (Recorder* r = g_recorder.load()) r->on_backward_function_enter(fn.seqNr());
+              return nullptr;
+            },
+            [](const at::RecordFunction&, at::ObserverContext*) {
+              if (Recorder* r = g_recorder.load()) r->on_backward_function_exit();
+            })
+            .scopes({at::RecordScope::BACKWARD_FUNCTION}));
+    struct Cleanup {
+      at::CallbackHandle handle;
+      ~Cleanup() {
+        g_recorder.store(nullptr);
+        at::removeCallback(handle);
+      }
+    } cleanup{backward_callback};
+    g_recorder.store(&recorder);
+    at::AutoGradMode grad_on(true);  // the backward is recorded by running autograd
+    c10::impl::IncludeDispatchKeyGuard trace_mode(kTraceKey);
+    try {
+      result = fn(example_args);
+    } catch (const c10::Error& e) {
+      throw TraceError("the step function failed while tracing: " + compat::error_message(e));
+    }
+  }
+
+  std::vector<at::Tensor> result_tensors;
+  TreeSpec result_spec = flatten(result, result_tensors, "result");
+  for (size_t i = 0; i < result_tensors.size(); ++i) {
+    ir::Value* v = recorder.lookup(result_tensors[i]);
+    if (!v)
+      throw TraceError("result tensor " + std::to_string(i) + " (" + describe_tensor(result_tensors[i]) +
+                       ") was not produced by a traced operation nor passed in");
+    graph->add_output(v);
+  }
+  recorder.propagate_backward_metadata();
+  return TracedProgram(graph, std::move(modules), std::move(state.fqns), state.num_parameters, std::move(args_spec),
+                       std::move(result_spec), options.validate);
+}
+
+}  // namespace passcheck::trace

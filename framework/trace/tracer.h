@@ -1,0 +1,28 @@
+// The joint-graph tracer, a C++ make_fx: runs a training-step function once under a
+// dispatcher mode that records every ATen primitive it reaches — including the ones the
+// autograd engine runs to compute gradients — into an ir::Graph. Composite-implicit
+// operators are decomposed so only primitives are recorded. Backward nodes are marked
+// and take the annotations of their forward node through the autograd sequence number.
+#pragma once
+
+#include "framework/trace/traced_program.h"
+
+#include <functional>
+
+namespace passcheck::trace {
+
+/// The function to trace: receives the user arguments, returns a nested result.
+using StepFunction = std::function<c10::IValue(const std::vector<c10::IValue>& args)>;
+
+struct TraceOptions {
+  /// Calls of the traced program check module FQNs and argument structure.
+  bool validate = true;
+};
+
+/// Traces `fn(example_args)`. Module parameters then buffers (by FQN) become the first
+/// graph inputs, then the tensor leaves of the arguments. Works with real tensors and
+/// with meta tensors (no computation). Only one trace runs at a time per process.
+TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& fn,
+                         const std::vector<c10::IValue>& example_args, const TraceOptions& options = {});
+
+}  // namespace passcheck::trace

@@ -1,0 +1,24 @@
+// The llama3 debug model of specs/models.md (torchtitan "debugmodel" sizes): fused
+// QKV, RMSNorm, rotary embeddings, causal attention and SwiGLU written from primitives.
+#pragma once
+
+#include "oracles/models/subject.h"
+
+namespace passcheck::models {
+
+struct Llama3Config {
+  int64_t dim = 256;
+  int64_t n_layers = 6;
+  int64_t n_heads = 16;
+  int64_t vocab_size = 2048;
+  int64_t ffn_hidden = 768;
+  double norm_eps = 1e-6;
+  double rope_theta = 500000.0;
+  int64_t max_seq_len = 2048;
+  int64_t batch_size = 2;
+  int64_t seq_len = 128;
+};
+
+std::unique_ptr<TrainingSubject> make_llama3_subject(const SubjectOptions& options, const Llama3Config& config = {});
+
+}  // namespace passcheck::models

@@ -1,0 +1,53 @@
+// A training subject: a debug model plus its training step and a deterministic batch
+// stream. The same subject code runs eagerly (the oracle) and under the tracer, so
+// "traced == eager" compares one program executed two ways.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace passcheck::models {
+
+struct SubjectOptions {
+  uint64_t seed = 0;
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
+  /// Batch size and sequence length overrides (0 keeps the model's default).
+  int64_t batch_size = 0;
+  int64_t seq_len = 0;
+};
+
+class TrainingSubject {
+ public:
+  virtual ~TrainingSubject() = default;
+  virtual std::string name() const = 0;
+  /// The root module; parameter and buffer FQNs are relative to it.
+  virtual std::shared_ptr<torch::nn::Module> module() const = 0;
+  /// Arguments of the training step for step number `step` (deterministic).
+  virtual std::vector<c10::IValue> batch(int64_t step) const = 0;
+  /// Forward, loss and gradients: returns [loss, grad of each parameter in
+  /// named_parameters() order] as a tensor list.
+  virtual c10::IValue train_step(const std::vector<c10::IValue>& args) = 0;
+  /// State updates a model makes between steps outside autograd (none by default).
+  virtual void before_optimizer_step() {}
+  const SubjectOptions& options() const { return options_; }
+
+ protected:
+  explicit TrainingSubject(SubjectOptions options) : options_(std::move(options)) {}
+  SubjectOptions options_;
+};
+
+/// Names accepted by make_subject: "mlp", "two_matmul", "llama3".
+std::vector<std::string> available_subjects();
+/// Builds a subject; throws std::invalid_argument for an unknown name, listing the known ones.
+std::unique_ptr<TrainingSubject> make_subject(const std::string& name, const SubjectOptions& options = {});
+
+}  // namespace passcheck::models

@@ -1,0 +1,181 @@
+// Multi-step traced-vs-eager driver (see training_driver.h).
+#include "oracles/training_driver.h"
+
+#include "framework/exec/memory.h"
+#include "framework/trace/tracer.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+namespace passcheck::oracles {
+
+OptimizerKind parse_optimizer(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::SGD;
+  if (name == "adam") return OptimizerKind::Adam;
+  throw std::invalid_argument("unknown optimizer '" + name + "' (known: sgd, adam)");
+}
+
+const char* to_string(OptimizerKind kind) { return kind == OptimizerKind::SGD ? "sgd" : "adam"; }
+
+bool StepReport::equal() const {
+  for (const auto& c : comparisons)
+    if (!c.equal) return false;
+  return true;
+}
+
+bool DriverReport::equal() const {
+  if (steps.empty()) return false;
+  for (const auto& s : steps)
+    if (!s.equal()) return false;
+  return true;
+}
+
+namespace {
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind, std::vector<at::Tensor> params, double lr) {
+  if (kind == OptimizerKind::SGD)
+    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).momentum(0.9));
+  return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr));
+}
+
+at::Tensor to_meta(const at::Tensor& t) {
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
+}
+}  // namespace
+
+std::string DriverReport::format() const {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "model %s: joint graph of %zu nodes, %zu inputs, traced in %.3f s\n", model.c_str(),
+                graph_nodes, graph_inputs, trace_seconds);
+  out += line;
+  std::snprintf(line, sizeof line, "%-5s %-10s %-8s %-13s %-13s %-15s %s\n", "step", "compared", "equal", "eager peak",
+                "traced peak", "traced live", "first difference");
+  out += line;
+  size_t total = 0, differing = 0;
+  for (const StepReport& s : steps) {
+    size_t equal_count = 0;
+    const check::TensorComparison* first_bad = nullptr;
+    for (const auto& c : s.comparisons) {
+      if (c.equal) ++equal_count;
+      else if (!first_bad) first_bad = &c;
+    }
+    total += s.comparisons.size();
+    differing += s.comparisons.size() - equal_count;
+    std::string counts = std::to_string(equal_count) + "/" + std::to_string(s.comparisons.size());
+    std::snprintf(line, sizeof line, "%-5d %-10s %-8s %-13s %-13s %-15s %s\n", s.step, counts.c_str(),
+                  s.equal() ? "yes" : "NO", mib(s.eager_peak_bytes).c_str(), mib(s.traced_peak_bytes).c_str(),
+                  mib(s.traced_peak_live_bytes).c_str(), first_bad ? first_bad->describe().c_str() : "-");
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "verdict: %s (%zu tensors compared over %zu steps, %zu differ)\n",
+                equal() ? "BITWISE EQUAL" : "MISMATCH", total, steps.size(), differing);
+  out += line;
+  return out;
+}
+
+std::vector<at::Tensor> eager_step(models::TrainingSubject& subject, const std::vector<c10::IValue>& args) {
+  at::AutoGradMode grad_on(true);
+  return subject.train_step(args).toTensorVector();
+}
+
+trace::TracedProgram trace_subject(models::TrainingSubject& subject, const std::vector<c10::IValue>& example_args,
+                                   bool on_meta) {
+  if (!on_meta) {
+    return trace::trace_step({{"", subject.module()}},
+                             [&](const std::vector<c10::IValue>& args) { return subject.train_step(args); }, example_args);
+  }
+  models::SubjectOptions meta_options = subject.options();
+  meta_options.device = c10::Device(c10::DeviceType::Meta);
+  std::unique_ptr<models::TrainingSubject> meta_subject = models::make_subject(subject.name(), meta_options);
+  std::vector<c10::IValue> meta_args;
+  for (const c10::IValue& a : example_args) meta_args.push_back(a.isTensor() ? c10::IValue(to_meta(a.toTensor())) : a);
+  trace::TracedProgram program = trace::trace_step(
+      {{"", meta_subject->module()}},
+      [&](const std::vector<c10::IValue>& args) { return meta_subject->train_step(args); }, meta_args);
+  ir::retarget_device(program.mutable_graph(), meta_options.device, subject.options().device);
+  program.bind({{"", subject.module()}});
+  return program;
+}
+
+DriverReport run_traced_vs_eager(const DriverOptions& options) {
+  if (options.steps < 1) throw std::invalid_argument("--steps must be at least 1");
+  DriverReport report;
+  report.model = options.model;
+  auto eager = models::make_subject(options.model, options.subject);
+  auto traced = models::make_subject(options.model, options.subject);
+
+  auto t0 = std::chrono::steady_clock::now();
+  trace::TracedProgram program = trace_subject(*traced, traced->batch(0), options.trace_on_meta);
+  report.trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (options.transform) options.transform(program);
+  exec::ExecutorOptions exec_options;
+  exec_options.track_live_bytes = true;
+  program.set_executor_options(exec_options);
+  report.graph_nodes = program.graph().num_nodes();
+  report.graph_inputs = program.graph().inputs().size();
+
+  std::vector<std::string> param_names, buffer_names;
+  for (const auto& item : eager->module()->named_parameters(true)) param_names.push_back(item.key());
+  for (const auto& item : eager->module()->named_buffers(true)) buffer_names.push_back(item.key());
+  auto eager_opt = make_optimizer(options.optimizer, eager->module()->parameters(true), options.learning_rate);
+  auto traced_opt = make_optimizer(options.optimizer, traced->module()->parameters(true), options.learning_rate);
+  c10::Device device = options.subject.device;
+
+  for (int step = 1; step <= options.steps; ++step) {
+    StepReport sr;
+    sr.step = step;
+    std::vector<at::Tensor> eager_out, traced_out;
+    {
+      exec::PeakMemoryScope scope(device);
+      eager_out = eager_step(*eager, eager->batch(step));
+      sr.eager_peak_bytes = scope.peak_above_start();
+    }
+    {
+      exec::PeakMemoryScope scope(device);
+      traced_out = program(traced->batch(step)).toTensorVector();
+      sr.traced_peak_bytes = scope.peak_above_start();
+      sr.traced_peak_live_bytes = program.last_stats().peak_bytes_above_inputs();
+    }
+    if (eager_out.size() != traced_out.size())
+      throw std::runtime_error("the traced step returned " + std::to_string(traced_out.size()) + " tensors, eager " +
+                               std::to_string(eager_out.size()));
+    sr.comparisons.push_back(check::compare_bitwise("loss", eager_out[0], traced_out[0]));
+    for (size_t i = 1; i < eager_out.size(); ++i)
+      sr.comparisons.push_back(check::compare_bitwise("grad " + param_names.at(i - 1), eager_out[i], traced_out[i]));
+
+    // Optimizer step on both paths with the gradients each produced.
+    auto apply = [&](models::TrainingSubject& subject, torch::optim::Optimizer& opt, std::vector<at::Tensor>& out) {
+      std::vector<at::Tensor> params = subject.module()->parameters(true);
+      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = out.at(i + 1);
+      subject.before_optimizer_step();
+      opt.step();
+      // Drop the gradients rather than zeroing them: a traced gradient may be a view
+      // (e.g. a transposed mm result), which zero_grad cannot detach in place.
+      for (auto& p : params) p.mutable_grad() = at::Tensor();
+    };
+    apply(*eager, *eager_opt, eager_out);
+    apply(*traced, *traced_opt, traced_out);
+
+    auto eager_params = eager->module()->parameters(true), traced_params = traced->module()->parameters(true);
+    for (size_t i = 0; i < eager_params.size(); ++i)
+      sr.comparisons.push_back(check::compare_bitwise("param " + param_names[i], eager_params[i], traced_params[i]));
+    auto eager_buffers = eager->module()->buffers(true), traced_buffers = traced->module()->buffers(true);
+    for (size_t i = 0; i < eager_buffers.size(); ++i)
+      sr.comparisons.push_back(check::compare_bitwise("buffer " + buffer_names[i], eager_buffers[i], traced_buffers[i]));
+    bool ok = sr.equal();
+    report.steps.push_back(std::move(sr));
+    if (!ok && !options.continue_after_mismatch) break;
+  }
+  return report;
+}
+
+}  // namespace passcheck::oracles

@@ -1,0 +1,70 @@
+// The multi-step oracle: trains two identical copies of a subject for N optimizer
+// steps, one eagerly with autograd (the eager oracle) and one through its traced joint
+// graph, and compares loss, every gradient, every parameter and every buffer bit for
+// bit after every step.
+#pragma once
+
+#include "framework/check/compare.h"
+#include "framework/exec/executor.h"
+#include "framework/trace/traced_program.h"
+#include "oracles/models/subject.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace passcheck::oracles {
+
+/// Optimizers from LibTorch, configured identically on both paths.
+enum class OptimizerKind { SGD, Adam };
+OptimizerKind parse_optimizer(const std::string& name);
+const char* to_string(OptimizerKind kind);
+
+struct DriverOptions {
+  std::string model = "llama3";
+  models::SubjectOptions subject;
+  int steps = 5;
+  OptimizerKind optimizer = OptimizerKind::SGD;
+  double learning_rate = 1e-2;
+  /// Trace a meta-device copy of the model (no computation), then bind the real one.
+  bool trace_on_meta = false;
+  /// Optional rewrite of the traced program before training (passes plug in here).
+  std::function<void(trace::TracedProgram&)> transform;
+  /// Keep going after the first step that differs (report every step).
+  bool continue_after_mismatch = true;
+};
+
+struct StepReport {
+  int step = 0;
+  std::vector<check::TensorComparison> comparisons;
+  bool equal() const;
+  /// Peak CPU/CUDA bytes allocated during the eager step and the traced step.
+  int64_t eager_peak_bytes = 0;
+  int64_t traced_peak_bytes = 0;
+  /// Peak bytes the executor held beyond its inputs during the traced step.
+  int64_t traced_peak_live_bytes = 0;
+};
+
+struct DriverReport {
+  std::string model;
+  size_t graph_nodes = 0;
+  size_t graph_inputs = 0;
+  double trace_seconds = 0;
+  std::vector<StepReport> steps;
+  bool equal() const;
+  /// A per-step table of what was compared and the verdict.
+  std::string format() const;
+};
+
+/// Runs the comparison; throws on setup errors (unknown model, tracing failure).
+DriverReport run_traced_vs_eager(const DriverOptions& options);
+
+/// Runs `subject.train_step(args)` eagerly (grad mode on): the eager oracle.
+std::vector<at::Tensor> eager_step(models::TrainingSubject& subject, const std::vector<c10::IValue>& args);
+
+/// Traces the subject's training step on `example_args` (optionally on a meta copy).
+trace::TracedProgram trace_subject(models::TrainingSubject& subject, const std::vector<c10::IValue>& example_args,
+                                   bool on_meta);
+
+}  // namespace passcheck::oracles

@@ -1,0 +1,27 @@
+// Helpers shared by the suites: locating the source tree and the passcheck binary,
+// and running a command with its output captured.
+#pragma once
+
+#include <string>
+
+namespace passcheck::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+/// Runs `command` through the shell, capturing stdout and stderr.
+CommandResult run_command(const std::string& command);
+/// Path of the passcheck binary (PASSCHECK_BINARY, set by CTest).
+std::string passcheck_binary();
+/// Absolute path of a file in the source tree (PASSCHECK_SOURCE_DIR, set by CTest).
+std::string source_path(const std::string& relative);
+/// A fresh temporary directory for one test.
+std::string make_temp_dir();
+/// Writes `text` to `path` (throws on failure).
+void write_text(const std::string& path, const std::string& text);
+/// Whether a CUDA device is usable in this process.
+bool cuda_available();
+
+}  // namespace passcheck::testing
