@@ -8,6 +8,7 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <chrono>
 #include <unordered_map>
 
 namespace passcheck::exec {
@@ -132,8 +133,8 @@ void Executor::check_inputs(const std::vector<c10::IValue>& inputs) const {
       const at::Tensor& t = inputs[i].toTensor();
       const ir::TensorMeta& m = *in->meta();
       if (t.sizes().vec() != m.sizes || t.scalar_type() != m.dtype)
-        throw ExecError("input %" + in->name() + " expects " + ir::dtype_short_name(m.dtype) + c10::str(m.sizes) +
-                        " but got " + ir::dtype_short_name(t.scalar_type()) + c10::str(t.sizes()));
+        throw ExecError("input %" + in->name() + " expects " + ir::dtype_short_name(m.dtype) + ir::format_int_list(m.sizes) +
+                        " but got " + ir::dtype_short_name(t.scalar_type()) + ir::format_int_list(t.sizes().vec()));
     }
   }
 }
@@ -148,9 +149,9 @@ void check_output_meta(const ir::Value& v, const c10::IValue& iv) {
   if (t.scalar_type() != m.dtype)
     problem = std::string("dtype ") + ir::dtype_short_name(t.scalar_type()) + " but the graph says " + ir::dtype_short_name(m.dtype);
   else if (t.sizes().vec() != m.sizes)
-    problem = "sizes " + c10::str(t.sizes()) + " but the graph says " + c10::str(m.sizes);
+    problem = "sizes " + ir::format_int_list(t.sizes().vec()) + " but the graph says " + ir::format_int_list(m.sizes);
   else if (t.numel() > 1 && t.strides().vec() != m.strides)
-    problem = "strides " + c10::str(t.strides()) + " but the graph says " + c10::str(m.strides);
+    problem = "strides " + ir::format_int_list(t.strides().vec()) + " but the graph says " + ir::format_int_list(m.strides);
   if (!problem.empty()) throw ExecError("output %" + v.name() + " has " + problem);
 }
 }  // namespace
@@ -167,7 +168,13 @@ void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, L
         break;
     }
   }
-  plan.op.callBoxed(&stack_);
+  if (options_.time_kernels) {
+    auto start = std::chrono::steady_clock::now();
+    plan.op.callBoxed(&stack_);
+    stats_.kernel_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } else {
+    plan.op.callBoxed(&stack_);
+  }
   if (plan.returns_list) {
     auto list = stack_.at(0).toList();
     if (list.size() != plan.output_slots.size())
@@ -185,6 +192,7 @@ void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, L
 }
 
 std::vector<c10::IValue> Executor::run(std::vector<c10::IValue> inputs) {
+  auto run_start = std::chrono::steady_clock::now();
   check_inputs(inputs);
   at::NoGradGuard no_grad;  // the graph already holds the backward
   stats_ = ExecutionStats{};
@@ -196,8 +204,10 @@ std::vector<c10::IValue> Executor::run(std::vector<c10::IValue> inputs) {
     slots[i] = std::move(inputs[i]);
   }
   if (tracker) stats_.input_bytes = tracker->current();
+  const size_t num_inputs = inputs.size();
   auto release = [&](size_t s) {
-    if (tracker && slots[s].isTensor()) tracker->release(slots[s].toTensor());
+    // Input storages stay counted: the caller still holds them after the executor lets go.
+    if (tracker && s >= num_inputs && slots[s].isTensor()) tracker->release(slots[s].toTensor());
     slots[s] = c10::IValue();
   };
   if (options_.free_after_last_use)
@@ -223,6 +233,8 @@ std::vector<c10::IValue> Executor::run(std::vector<c10::IValue> inputs) {
     stats_.peak_live_bytes = tracker->peak();
     stats_.final_live_bytes = tracker->current();
   }
+  if (options_.time_kernels)
+    stats_.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   return outputs;
 }
 

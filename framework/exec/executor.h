@@ -30,6 +30,8 @@ struct ExecutorOptions {
   bool check_metadata = false;
   /// Release values after their last use (off only to measure what freeing saves).
   bool free_after_last_use = true;
+  /// Time the operator calls, to separate kernel time from executor overhead.
+  bool time_kernels = false;
 };
 
 struct ExecutionStats {
@@ -41,6 +43,9 @@ struct ExecutionStats {
   int64_t final_live_bytes = 0;
   /// Peak bytes held beyond the input storages: the graph's own working memory.
   int64_t peak_bytes_above_inputs() const { return peak_live_bytes - input_bytes; }
+  /// With time_kernels: wall time of run() and the part spent inside operator calls.
+  double total_seconds = 0;
+  double kernel_seconds = 0;
 };
 
 class Executor {

@@ -201,6 +201,7 @@ void Node::move_before(Node* anchor) {
 }
 
 void Node::move_after(Node* anchor) {
+  if (anchor == nullptr) throw IrError("move_after: the anchor node is null");
   if (anchor == this) return;
   graph_->unlink(this);
   graph_->link_before(this, anchor->next_);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -216,6 +217,11 @@ class Graph {
 
   class Iterator {
    public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Node*;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Node**;
+    using reference = Node*;
     explicit Iterator(Node* n) : node_(n), next_(n ? n->next() : nullptr) {}
     Node* operator*() const { return node_; }
     Iterator& operator++() {
@@ -224,6 +230,7 @@ class Graph {
       return *this;
     }
     bool operator!=(const Iterator& o) const { return node_ != o.node_; }
+    bool operator==(const Iterator& o) const { return node_ == o.node_; }
 
    private:
     Node* node_;

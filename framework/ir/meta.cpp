@@ -25,6 +25,12 @@ std::vector<int64_t> TensorMeta::contiguous_strides(const std::vector<int64_t>& 
 
 bool TensorMeta::is_contiguous() const { return strides == contiguous_strides(sizes); }
 
+std::string format_int_list(const std::vector<int64_t>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
 const char* to_string(Phase phase) {
   switch (phase) {
     case Phase::Forward: return "forward";

@@ -80,6 +80,8 @@ struct NodeMeta {
 /// Short dtype names used by the text format ("f32", "bf16", "i64", ...).
 const char* dtype_short_name(c10::ScalarType dtype);
 std::optional<c10::ScalarType> dtype_from_short_name(const std::string& name);
+/// "[2, 3]": sizes or strides as the text format and messages write them.
+std::string format_int_list(const std::vector<int64_t>& values);
 /// Element size in bytes.
 int64_t dtype_size(c10::ScalarType dtype);
 

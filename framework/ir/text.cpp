@@ -149,7 +149,7 @@ std::string print_type(const Value& v) {
   out += "[";
   append_int_list(out, m.sizes);
   out += "]";
-  if (!m.is_contiguous()) {
+  if (!m.strides.empty() && !m.is_contiguous()) {  // no strides recorded: contiguous
     out += "{";
     append_int_list(out, m.strides);
     out += "}";

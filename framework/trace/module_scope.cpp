@@ -12,6 +12,7 @@ struct ScopeState {
   std::vector<std::string> fqns;
   std::vector<ir::Phase> phases;
   ModuleInterceptor interceptor;
+  std::vector<std::map<std::string, std::string>> annotations;
 };
 thread_local ScopeState tls_scope;
 std::atomic<int> g_gradient_depth{0};
@@ -26,6 +27,19 @@ ModuleScope::ModuleScope(std::string fqn, std::optional<ir::Phase> phase) : push
 ModuleScope::~ModuleScope() {
   tls_scope.fqns.pop_back();
   if (pushed_phase_) tls_scope.phases.pop_back();
+}
+
+AnnotationScope::AnnotationScope(std::map<std::string, std::string> entries) {
+  tls_scope.annotations.push_back(std::move(entries));
+}
+
+AnnotationScope::~AnnotationScope() { tls_scope.annotations.pop_back(); }
+
+std::map<std::string, std::string> current_annotations() {
+  std::map<std::string, std::string> merged;
+  for (const auto& level : tls_scope.annotations)
+    for (const auto& [k, v] : level) merged[k] = v;
+  return merged;
 }
 
 const std::string& current_module_fqn() { return tls_scope.fqns.empty() ? kEmpty : tls_scope.fqns.back(); }

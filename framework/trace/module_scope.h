@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,20 @@ class ModuleScope {
  private:
   bool pushed_phase_;
 };
+
+/// While alive, operators recorded on this thread get these custom metadata entries
+/// (inner scopes override outer ones key by key). Backward nodes inherit the entries of
+/// their forward node, keeping any key they already have.
+class AnnotationScope {
+ public:
+  explicit AnnotationScope(std::map<std::string, std::string> entries);
+  ~AnnotationScope();
+  AnnotationScope(const AnnotationScope&) = delete;
+  AnnotationScope& operator=(const AnnotationScope&) = delete;
+};
+
+/// The custom entries of every active AnnotationScope on this thread, merged.
+std::map<std::string, std::string> current_annotations();
 
 /// FQN of the innermost active module scope on this thread ("" outside any).
 const std::string& current_module_fqn();

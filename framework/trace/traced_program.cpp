@@ -9,6 +9,16 @@
 
 namespace passcheck::trace {
 
+namespace {
+// Strings quoted, so a spec reads unambiguously: ("tag", 3) vs (tag, 3).
+std::string constant_text(const c10::IValue& v) {
+  if (v.isString()) return "\"" + v.toStringRef() + "\"";
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
+
 size_t TreeSpec::num_tensors() const {
   if (kind == Kind::Tensor) return 1;
   size_t n = 0;
@@ -19,11 +29,7 @@ size_t TreeSpec::num_tensors() const {
 std::string TreeSpec::str() const {
   switch (kind) {
     case Kind::Tensor: return "Tensor";
-    case Kind::Constant: {
-      std::ostringstream os;
-      os << constant;
-      return os.str();
-    }
+    case Kind::Constant: return constant_text(constant);
     case Kind::Tuple:
     case Kind::List: {
       std::string out = kind == Kind::Tuple ? "(" : "[";
@@ -32,11 +38,8 @@ std::string TreeSpec::str() const {
     }
     case Kind::Dict: {
       std::string out = "{";
-      for (size_t i = 0; i < children.size(); ++i) {
-        std::ostringstream key;
-        key << dict_keys[i];
-        out += (i ? ", " : "") + key.str() + ": " + children[i].str();
-      }
+      for (size_t i = 0; i < children.size(); ++i)
+        out += (i ? ", " : "") + constant_text(dict_keys[i]) + ": " + children[i].str();
       return out + "}";
     }
   }

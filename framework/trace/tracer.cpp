@@ -68,7 +68,10 @@ std::string describe_tensor(const at::Tensor& t) {
 
 class Recorder {
  public:
-  explicit Recorder(ir::Graph& graph) : graph_(graph), log_ops_(std::getenv("PASSCHECK_TRACE_LOG") != nullptr) {}
+  explicit Recorder(ir::Graph& graph)
+      : graph_(graph),
+        log_ops_(std::getenv("PASSCHECK_TRACE_LOG") != nullptr),
+        seq_base_(static_cast<int64_t>(at::sequence_number::peek())) {}
 
   void bind(const at::Tensor& t, ir::Value* v) {
     if (!t.defined()) return;
@@ -113,6 +116,9 @@ class Recorder {
   };
   ir::Graph& graph_;
   bool log_ops_;  // PASSCHECK_TRACE_LOG: print every recorded node to stderr
+  // Autograd sequence numbers count per thread for the whole process; the graph stores
+  // them relative to the trace start so equal programs print equal text.
+  int64_t seq_base_;
   std::unordered_map<const c10::TensorImpl*, Bound> by_impl_;
   std::unordered_map<ViewKey, ir::Value*, ViewKeyHash> by_view_;
   std::vector<int64_t> backward_seq_stack_;
@@ -260,20 +266,22 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, tor
 }
 
 ir::NodeMeta Recorder::context_meta(int64_t seq_before, bool created_grad_fn) const {
+  auto relative = [&](int64_t seq) { return seq >= seq_base_ ? seq - seq_base_ : int64_t{-1}; };
   ir::NodeMeta meta;
   if (!backward_seq_stack_.empty()) {
     meta.phase = ir::Phase::Backward;
-    meta.seq_nr = backward_seq_stack_.back();
+    meta.seq_nr = relative(backward_seq_stack_.back());
   } else if (in_gradient_computation()) {
     // Engine work outside a backward function (seed gradient, gradient accumulation):
     // attributed to the backward function that ran last.
     meta.phase = ir::Phase::Backward;
-    meta.seq_nr = last_backward_seq_;
+    meta.seq_nr = last_backward_seq_ < 0 ? -1 : relative(last_backward_seq_);
   } else {
     meta.phase = current_phase().value_or(ir::Phase::Forward);
     meta.module_fqn = current_module_fqn();
-    if (created_grad_fn) meta.seq_nr = seq_before;
+    if (created_grad_fn) meta.seq_nr = relative(seq_before);
   }
+  meta.custom = current_annotations();
   return meta;
 }
 

@@ -83,14 +83,15 @@ RC_GTEST_PROP(IrTextRoundtrip, CloneIsIndistinguishable, ()) {
 // Byte-level damage of valid text: each edit replaces, inserts or deletes one byte,
 // favouring the bytes that carry syntax.
 RC_GTEST_PROP(IrTextRoundtrip, CorruptedTextParsesOrThrowsParseError, ()) {
-  const auto graph = *gen::arbitrary_graph();
+  const auto graph = *gen::arbitrary_graph().as("graph");
   std::string text = graph->print();
-  const auto edits = *rc::gen::inRange(1, 5);
+  const auto edits = *rc::gen::inRange(1, 5).as("edit count");
   for (int e = 0; e < edits; ++e) {
-    const auto pos = *rc::gen::inRange<size_t>(0, text.size() + 1);
+    const auto pos = *rc::gen::inRange<size_t>(0, text.size() + 1).as("edit position");
     const char byte = *rc::gen::oneOf(rc::gen::elementOf(std::string("%()[]{}:,=\"\\#@.-_ \n0123456789ef")),
-                                      rc::gen::arbitrary<char>());
-    switch (*rc::gen::inRange(0, 3)) {
+                                      rc::gen::arbitrary<char>())
+                           .as("byte");
+    switch (*rc::gen::inRange(0, 3).as("edit kind (replace, insert, delete)")) {
       case 0:
         if (pos < text.size()) text[pos] = byte;
         break;

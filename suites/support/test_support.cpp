@@ -26,14 +26,12 @@ CommandResult run_command(const std::string& command) {
 
 std::string passcheck_binary() {
   const char* env = std::getenv("PASSCHECK_BINARY");
-  if (!env) throw std::runtime_error("PASSCHECK_BINARY is not set (run the suites through ctest)");
-  return env;
+  return env ? env : PASSCHECK_DEFAULT_BINARY;
 }
 
 std::string source_path(const std::string& relative) {
   const char* env = std::getenv("PASSCHECK_SOURCE_DIR");
-  if (!env) throw std::runtime_error("PASSCHECK_SOURCE_DIR is not set (run the suites through ctest)");
-  return std::string(env) + "/" + relative;
+  return std::string(env ? env : PASSCHECK_DEFAULT_SOURCE_DIR) + "/" + relative;
 }
 
 std::string make_temp_dir() {

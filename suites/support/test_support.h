@@ -13,9 +13,9 @@ struct CommandResult {
 
 /// Runs `command` through the shell, capturing stdout and stderr.
 CommandResult run_command(const std::string& command);
-/// Path of the passcheck binary (PASSCHECK_BINARY, set by CTest).
+/// Path of the passcheck binary (PASSCHECK_BINARY overrides the built one).
 std::string passcheck_binary();
-/// Absolute path of a file in the source tree (PASSCHECK_SOURCE_DIR, set by CTest).
+/// Absolute path of a file in the source tree (PASSCHECK_SOURCE_DIR overrides).
 std::string source_path(const std::string& relative);
 /// A fresh temporary directory for one test.
 std::string make_temp_dir();
