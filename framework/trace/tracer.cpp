@@ -250,12 +250,12 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, tor
     for (size_t i = 0; i < schema_args.size(); ++i) args.push_back(to_arg((*stack)[first + i], schema_args[i], qualified));
   }
 
-  int64_t seq_before = at::sequence_number::peek();
+  int64_t seq_before = static_cast<int64_t>(at::sequence_number::peek());
   {
     c10::impl::ExcludeDispatchKeyGuard exclude(kTraceKey);
     op.redispatchBoxed(ks.remove(kTraceKey), stack);
   }
-  bool created_grad_fn = at::sequence_number::peek() != seq_before;
+  bool created_grad_fn = static_cast<int64_t>(at::sequence_number::peek()) != seq_before;
 
   std::lock_guard<std::mutex> lock(mutex_);
   ir::Node* node = graph_.create(qualified, std::move(args));

@@ -1,0 +1,69 @@
+// Pipelines: a list of pass invocations parsed from text such as
+// "dce,canonicalize,sac-tag{policy=eager},remat", run in order with the verifier after
+// every pass and each pass's "changed" claim checked against the graph hash.
+#pragma once
+
+#include "framework/check/pass.h"
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace passcheck::check {
+
+struct PassInvocation {
+  std::string name;
+  std::map<std::string, std::string> options;
+  std::string str() const;
+};
+
+/// Parses "a,b{k=v,k2=v2},c". Throws PassConfigError naming the column of a syntax
+/// error, an unknown pass (listing the known ones) or a bad option.
+std::vector<PassInvocation> parse_pipeline(const std::string& text, const PassRegistry& registry);
+
+/// A pass broke an invariant: the verifier failed after it, it lied about changing
+/// the graph, or it threw. what() reads "failed after <pass>: ...".
+class PassFailure : public std::runtime_error {
+ public:
+  PassFailure(std::string pass, const std::string& message)
+      : std::runtime_error("failed after " + pass + ": " + message), pass_(std::move(pass)) {}
+  const std::string& pass() const { return pass_; }
+
+ private:
+  std::string pass_;
+};
+
+struct PassRecord {
+  std::string pass;  ///< name with non-default options
+  size_t nodes_before = 0;
+  size_t nodes_after = 0;
+  bool changed = false;
+  std::map<std::string, int64_t> stats;
+  double seconds = 0;
+};
+
+struct PipelineOptions {
+  /// Called with (pass, graph text) before and after each pass (graph dumps).
+  std::function<void(const std::string& when, const std::string& pass, const ir::Graph&)> dump;
+  /// Check each pass's changed flag against the graph hash (on by default).
+  bool check_changed_claim = true;
+  /// Run the verifier after every pass (on by default).
+  bool verify_each = true;
+};
+
+class Pipeline {
+ public:
+  Pipeline(std::vector<PassInvocation> passes, const PassRegistry& registry = PassRegistry::global());
+  static Pipeline parse(const std::string& text, const PassRegistry& registry = PassRegistry::global());
+  /// Runs every pass on `graph`; throws PassFailure on the first broken invariant.
+  std::vector<PassRecord> run(ir::Graph& graph, const PipelineOptions& options = {}) const;
+  const std::vector<PassInvocation>& passes() const { return passes_; }
+  std::string str() const;
+
+ private:
+  std::vector<PassInvocation> passes_;
+  const PassRegistry& registry_;
+};
+
+}  // namespace passcheck::check

@@ -1,0 +1,24 @@
+// Structural verifier run after every pass: definitions precede uses, use lists agree
+// with operands, graph outputs are defined, names are unique, metadata invariants hold
+// and phases are ordered (no forward or loss node after the first backward node). It
+// never mutates the graph.
+#pragma once
+
+#include "framework/ir/graph.h"
+
+#include <string>
+#include <vector>
+
+namespace passcheck::check {
+
+struct VerifierIssue {
+  std::string message;  ///< names the offending node or value
+};
+
+/// Every problem found (empty when the graph is well formed).
+std::vector<VerifierIssue> verify_graph(const ir::Graph& graph);
+
+/// Throws std::runtime_error("<context>: <first issue> (+N more)") when not well formed.
+void verify_or_throw(const ir::Graph& graph, const std::string& context);
+
+}  // namespace passcheck::check

@@ -1,0 +1,25 @@
+// Operator properties passes need, read from the schema and tags the dispatcher holds:
+// mutation, aliasing, randomness, collectives. One place, so every pass (DCE, CSE,
+// rematerialization, policy tagging) agrees on what is pure.
+#pragma once
+
+#include "framework/ir/graph.h"
+
+namespace passcheck::exec {
+
+/// The operator writes one of its inputs (in-place or out= form).
+bool is_mutating(const ir::Node& node);
+/// Some output aliases an input (views, in-place and out= results).
+bool aliases_input(const ir::Node& node);
+/// Draws from a random generator (tag nondeterministic_seeded, or a known RNG op).
+bool is_random(const ir::Node& node);
+/// A collective or a wait on one (passcheck:: collective ops, c10d ops).
+bool is_collective(const ir::Node& node);
+/// Has effects beyond its outputs (RNG-state ops, asserts kept by choice, prints).
+bool has_side_effects(const ir::Node& node);
+/// Allocates without initialising (empty, new_empty, empty_strided, empty_like).
+bool is_uninitialized_allocation(const ir::Node& node);
+/// Asynchronous asserts: pure for dead-code elimination.
+bool is_async_assert(const ir::Node& node);
+
+}  // namespace passcheck::exec
