@@ -21,6 +21,7 @@ OptimizerKind parse_optimizer(const std::string& name) {
 const char* to_string(OptimizerKind kind) { return kind == OptimizerKind::SGD ? "sgd" : "adam"; }
 
 bool StepReport::equal() const {
+  if (!problems.empty()) return false;
   for (const auto& c : comparisons)
     if (!c.equal) return false;
   return true;
@@ -73,7 +74,17 @@ std::string DriverReport::format() const {
     std::string counts = std::to_string(equal_count) + "/" + std::to_string(s.comparisons.size());
     std::snprintf(line, sizeof line, "%-5d %-10s %-8s %-13s %-13s %-15s %s\n", s.step, counts.c_str(),
                   s.equal() ? "yes" : "NO", mib(s.eager_peak_bytes).c_str(), mib(s.traced_peak_bytes).c_str(),
-                  mib(s.traced_peak_live_bytes).c_str(), first_bad ? first_bad->describe().c_str() : "-");
+                  mib(s.traced_peak_live_bytes).c_str(),
+                  !s.problems.empty() ? s.problems.front().c_str() : first_bad ? first_bad->describe().c_str() : "-");
+    out += line;
+  }
+  if (!steps.empty() && !steps.back().eager_checkpoint.regions.empty()) {
+    const EagerCheckpointStats& ac = steps.back().eager_checkpoint;
+    std::snprintf(line, sizeof line,
+                  "eager checkpointing (last step): %zu regions, %lld outputs stored (%s), %lld replayed, %lld "
+                  "operators recomputed\n",
+                  ac.regions.size(), static_cast<long long>(ac.saved_ops()), mib(ac.saved_bytes()).c_str(),
+                  static_cast<long long>(ac.replayed_ops()), static_cast<long long>(ac.rerun_ops()));
     out += line;
   }
   std::snprintf(line, sizeof line, "verdict: %s (%zu tensors compared over %zu steps, %zu differ)\n",
@@ -117,7 +128,7 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
   trace::TracedProgram program = trace_subject(*traced, traced->batch(0), options.trace_on_meta);
   report.trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (options.transform) options.transform(program);
-  exec::ExecutorOptions exec_options;
+  exec::ExecutorOptions exec_options = options.executor;
   exec_options.track_live_bytes = true;
   program.set_executor_options(exec_options);
   report.graph_nodes = program.graph().num_nodes();
@@ -136,15 +147,32 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
     std::vector<at::Tensor> eager_out, traced_out;
     {
       exec::PeakMemoryScope scope(device);
+      std::optional<EagerCheckpointGuard> checkpointing;
+      if (options.eager_checkpoint) {
+        EagerCheckpointConfig config = *options.eager_checkpoint;
+        if (!config.region_parameters) config.region_parameters = module_parameters(eager->module());
+        checkpointing.emplace(std::move(config));
+      }
+      at::manual_seed(options.rng_seed + static_cast<uint64_t>(step));
       eager_out = eager_step(*eager, eager->batch(step));
       sr.eager_peak_bytes = scope.peak_above_start();
+      if (checkpointing) sr.eager_checkpoint = checkpointing->stats();
     }
     {
       exec::PeakMemoryScope scope(device);
+      at::manual_seed(options.rng_seed + static_cast<uint64_t>(step));
       traced_out = program(traced->batch(step)).toTensorVector();
       sr.traced_peak_bytes = scope.peak_above_start();
+      // Outputs recorded by autograd mean the executor built a second, hidden graph that
+      // keeps every forward intermediate alive (historical bug 4).
+      for (size_t i = 0; i < traced_out.size(); ++i)
+        if (traced_out[i].defined() && traced_out[i].grad_fn())
+          sr.problems.push_back("traced step output " + std::to_string(i) + " carries autograd history (" +
+                                traced_out[i].grad_fn()->name() +
+                                "): the executor recorded autograd, which keeps forward intermediates alive");
       sr.traced_peak_live_bytes = program.last_stats().peak_bytes_above_inputs();
     }
+    for (auto& t : traced_out) t = t.detach();  // the optimizer must not see the history either
     if (eager_out.size() != traced_out.size())
       throw std::runtime_error("the traced step returned " + std::to_string(traced_out.size()) + " tensors, eager " +
                                std::to_string(eager_out.size()));

@@ -7,10 +7,12 @@
 #include "framework/check/compare.h"
 #include "framework/exec/executor.h"
 #include "framework/trace/traced_program.h"
+#include "oracles/eager_checkpoint.h"
 #include "oracles/models/subject.h"
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,17 +35,31 @@ struct DriverOptions {
   std::function<void(trace::TracedProgram&)> transform;
   /// Keep going after the first step that differs (report every step).
   bool continue_after_mismatch = true;
+  /// Run the eager path with activation checkpointing (a fresh EagerCheckpointGuard per
+  /// step; region_parameters defaults to the eager subject's module tree). The traced
+  /// path is untouched: graph AC passes plug in through `transform`.
+  std::optional<EagerCheckpointConfig> eager_checkpoint;
+  /// Executor options of the traced path (live-byte tracking is always switched on).
+  exec::ExecutorOptions executor;
+  /// Seed of the default generators, reset before each step of each path so random
+  /// operators draw the same numbers eagerly and traced.
+  uint64_t rng_seed = 1234;
 };
 
 struct StepReport {
   int step = 0;
   std::vector<check::TensorComparison> comparisons;
+  /// Non-numeric failures of the traced step (e.g. outputs carrying autograd history).
+  std::vector<std::string> problems;
+  /// Every comparison bitwise equal and no problem.
   bool equal() const;
   /// Peak CPU/CUDA bytes allocated during the eager step and the traced step.
   int64_t eager_peak_bytes = 0;
   int64_t traced_peak_bytes = 0;
   /// Peak bytes the executor held beyond its inputs during the traced step.
   int64_t traced_peak_live_bytes = 0;
+  /// What eager checkpointing did in this step (no regions when it is off).
+  EagerCheckpointStats eager_checkpoint;
 };
 
 struct DriverReport {

@@ -27,6 +27,10 @@ struct OpSelector {
   bool matches(const std::string& fqn, const std::string& op_base) const;
 };
 
+/// Operator base name: "aten::max.dim" -> "max", "_c10d_functional::all_to_all_single" ->
+/// "all_to_all_single", "mm" -> "mm".
+std::string op_base_name(const std::string& op);
+
 /// Operators the default policy saves (matmuls, attention kernels, max, topk, scaled
 /// mm, reduce_scatter, all_to_all; not all_gather). `op_base` is "mm", "bmm", ...
 bool in_default_save_list(const std::string& op_base);

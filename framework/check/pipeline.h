@@ -63,7 +63,7 @@ class Pipeline {
 
  private:
   std::vector<PassInvocation> passes_;
-  const PassRegistry& registry_;
+  const PassRegistry* registry_;  // a pointer, so Pipelines can be assigned
 };
 
 }  // namespace passcheck::check

@@ -2,18 +2,23 @@
 #include "framework/cli/commands.h"
 
 #include "framework/check/compare.h"
+#include "framework/check/memory_estimate.h"
+#include "framework/check/pipeline.h"
 #include "framework/compat/torch_compat.h"
 #include "framework/exec/executor.h"
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
 #include "framework/trace/tracer.h"
 #include "oracles/models/subject.h"
+#include "oracles/eager_checkpoint.h"
 #include "oracles/training_driver.h"
 
 #include <ATen/ATen.h>
 
+#include <cstdio>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <iostream>
 #include <sstream>
 
@@ -109,6 +114,86 @@ int run_graph_file(const RunArgs& args) {
   });
 }
 
+namespace {
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string stat_or_dash(const std::map<std::string, int64_t>& stats, const std::string& key, bool bytes = false) {
+  auto it = stats.find(key);
+  if (it == stats.end()) return "-";
+  return bytes ? mib(it->second) : std::to_string(it->second);
+}
+
+// The eager oracle's checkpointing: "none", a policy name, or "auto" (mirror the AC
+// passes of the pipeline: sac-tag's policy and selectors, or apply-ac's mode).
+std::optional<oracles::EagerCheckpointConfig> eager_checkpoint_for(const std::string& choice,
+                                                                    const std::optional<check::Pipeline>& pipeline) {
+  if (choice == "none") return std::nullopt;
+  oracles::EagerCheckpointConfig config;
+  if (choice != "auto") {
+    config.policy = check::parse_ac_policy(choice);
+    return config;
+  }
+  if (!pipeline) return std::nullopt;
+  for (const check::PassInvocation& pass : pipeline->passes()) {
+    check::PassOptions options(check::PassRegistry::global().get(pass.name).info, pass.options);
+    if (pass.name == "sac-tag") {
+      config.policy = check::parse_ac_policy(options.get("policy"));
+      for (const auto& selector : options.get_list("selectors")) config.selectors.push_back(check::OpSelector::parse(selector));
+      return config;
+    }
+    if (pass.name == "apply-ac") {
+      const std::string& option = options.get("option");
+      if (options.get("mode") == "selective" && option == "op") {
+        config.policy = check::AcPolicyKind::Op;
+        return config;
+      }
+      config.policy = check::AcPolicyKind::Full;
+      if (options.get("mode") == "selective") {
+        int64_t every = std::stoll(option);
+        if (every > 1)
+          config.is_region = [every](const std::string& fqn) {
+            return oracles::is_layer_region(fqn) && *check::layer_of(fqn) % every == 0;
+          };
+      }
+      return config;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string describe_eager_checkpoint(const std::optional<oracles::EagerCheckpointConfig>& config) {
+  return config ? oracles::describe(*config) : "none";
+}
+
+// One row per pass: what it did to the graph and to the estimated peak.
+std::string format_pass_table(const std::vector<check::PassRecord>& records, const std::vector<int64_t>& peaks,
+                              size_t traced_nodes) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-36s %7s %7s %-8s %-11s %-13s %-13s %s\n", "pass", "nodes", "delta", "changed",
+                "recomputed", "saved", "est. peak", "verifier");
+  out += line;
+  std::snprintf(line, sizeof line, "%-36s %7zu %7s %-8s %-11s %-13s %-13s %s\n", "(traced graph)", traced_nodes, "",
+                "", "", "", mib(peaks.at(0)).c_str(), "ok");
+  out += line;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    std::snprintf(line, sizeof line, "%-36s %7zu %+7lld %-8s %-11s %-13s %-13s %s\n", r.pass.c_str(), r.nodes_after,
+                  static_cast<long long>(r.nodes_after) - static_cast<long long>(r.nodes_before),
+                  r.changed ? "yes" : "no", stat_or_dash(r.stats, "recomputed_nodes").c_str(),
+                  stat_or_dash(r.stats, "saved_bytes", true).c_str(), mib(peaks.at(i + 1)).c_str(), "ok");
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace
+
 int run_check(const CheckArgs& args) {
   return guarded("check", [&] {
     oracles::DriverOptions options;
@@ -121,9 +206,46 @@ int run_check(const CheckArgs& args) {
     options.subject.batch_size = args.batch_size;
     options.subject.seq_len = args.seq_len;
     options.subject.device = parse_device(args.device);
-    oracles::DriverReport report = oracles::run_traced_vs_eager(options);
+
+    std::optional<check::Pipeline> pipeline;
+    if (!args.pipeline.empty()) pipeline = check::Pipeline::parse(args.pipeline);
+    options.eager_checkpoint = eager_checkpoint_for(args.eager_ac, pipeline);
+    std::vector<check::PassRecord> records;
+    std::vector<int64_t> estimated_peaks;
+    size_t traced_nodes = 0;
+    std::string pass_failure;
+    if (pipeline) {
+      options.transform = [&](trace::TracedProgram& program) {
+        ir::Graph& graph = program.mutable_graph();
+        traced_nodes = graph.num_nodes();
+        estimated_peaks.push_back(check::estimate_memory(graph).peak_bytes);
+        check::PipelineOptions popts;
+        int dump_index = 0;
+        popts.dump = [&](const std::string& when, const std::string& pass, const ir::Graph& g) {
+          if (when == "after") estimated_peaks.push_back(check::estimate_memory(g).peak_bytes);
+          if (args.dump_dir.empty()) return;
+          char name[64];
+          std::snprintf(name, sizeof name, "/%02d-%s-", when == "before" ? dump_index : dump_index++, when.c_str());
+          std::ofstream(args.dump_dir + name + pass.substr(0, pass.find('{')) + ".graph") << g.print();
+        };
+        records = pipeline->run(graph, popts);
+      };
+    }
+    oracles::DriverReport report;
+    try {
+      report = oracles::run_traced_vs_eager(options);
+    } catch (const check::PassFailure& failure) {
+      std::cout << "passcheck check: pipeline " << pipeline->str() << "\n";
+      std::cout << "FAILED " << failure.what() << "\n";
+      return 1;
+    }
     std::cout << "passcheck check: traced vs eager, " << args.steps << " steps, optimizer " << args.optimizer
               << ", device " << args.device << (args.meta ? ", traced on meta" : "") << "\n";
+    if (pipeline) {
+      std::cout << "pipeline: " << pipeline->str() << "\n";
+      std::cout << "eager oracle checkpointing: " << describe_eager_checkpoint(options.eager_checkpoint) << "\n";
+      std::cout << format_pass_table(records, estimated_peaks, traced_nodes);
+    }
     std::cout << report.format();
     if (args.verbose)
       for (const auto& step : report.steps) {
@@ -131,6 +253,11 @@ int run_check(const CheckArgs& args) {
       }
     return report.equal() ? 0 : 1;
   });
+}
+
+int run_passes() {
+  std::cout << check::PassRegistry::global().catalogue();
+  return 0;
 }
 
 int run_models() {

@@ -36,8 +36,17 @@ struct CheckArgs {
   int64_t batch_size = 0;
   int64_t seq_len = 0;
   std::string device = "cpu";
+  /// Passes applied to the traced graph before training, e.g. "sac-tag{policy=eager},remat".
+  std::string pipeline;
+  /// Write the graph before and after every pass into this directory.
+  std::string dump_dir;
+  /// Eager oracle checkpointing: "auto" (mirror the pipeline's AC), "none", or a policy.
+  std::string eager_ac = "auto";
 };
 int run_check(const CheckArgs& args);
+
+/// `passcheck passes`: the pass catalogue.
+int run_passes();
 
 struct BenchArgs {
   std::string model = "llama3";

@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--batch", check.batch_size, "Batch size (0: the model's default)");
   check_cmd->add_option("--seq", check.seq_len, "Sequence length (0: the model's default)");
   check_cmd->add_option("--device", check.device, "cpu or cuda")->capture_default_str();
+  check_cmd->add_option("--pipeline", check.pipeline, "Passes to apply to the traced graph, e.g. \"sac-tag{policy=eager},remat\"");
+  check_cmd->add_option("--dump-dir", check.dump_dir, "Write the graph before and after every pass here");
+  check_cmd->add_option("--eager-ac", check.eager_ac,
+                        "Checkpointing of the eager oracle: auto (mirror the pipeline), none, default, eager, full, op")
+      ->capture_default_str();
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "Measure eager vs traced step time, tracing time and executor overhead");
@@ -50,11 +55,13 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--json", bench.json, "Also write the figures as JSON to this file");
 
   app.add_subcommand("models", "List the debug models");
+  auto* passes_cmd = app.add_subcommand("passes", "List the registered passes with their options and properties");
 
   CLI11_PARSE(app, argc, argv);
   if (*trace_cmd) return run_trace(trace);
   if (*run_cmd) return run_graph_file(run);
   if (*check_cmd) return run_check(check);
   if (*bench_cmd) return run_bench(bench);
+  if (*passes_cmd) return run_passes();
   return run_models();
 }

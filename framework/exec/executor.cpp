@@ -3,6 +3,7 @@
 #include "framework/exec/executor.h"
 
 #include "framework/compat/torch_compat.h"
+#include "framework/exec/passcheck_ops.h"
 #include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
 
@@ -45,6 +46,7 @@ Executor::~Executor() = default;
 size_t Executor::num_nodes() const { return plans_.size(); }
 
 Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(graph), options_(options) {
+  ensure_passcheck_ops_registered();
   auto& slot_of = slot_of_;
   for (const ir::Value* in : graph.inputs()) slot_of[in] = num_slots_++;
   for (const ir::Node* node : graph.nodes())
@@ -194,7 +196,7 @@ void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, L
 std::vector<c10::IValue> Executor::run(std::vector<c10::IValue> inputs) {
   auto run_start = std::chrono::steady_clock::now();
   check_inputs(inputs);
-  at::NoGradGuard no_grad;  // the graph already holds the backward
+  at::AutoGradMode grad_mode(!options_.no_grad);  // the graph already holds the backward
   stats_ = ExecutionStats{};
   std::vector<c10::IValue> slots(num_slots_);
   std::unique_ptr<LiveBytesTracker> tracker;

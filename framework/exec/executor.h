@@ -32,6 +32,10 @@ struct ExecutorOptions {
   bool free_after_last_use = true;
   /// Time the operator calls, to separate kernel time from executor overhead.
   bool time_kernels = false;
+  /// Run under no-grad (the graph already holds the backward). Off reproduces historical
+  /// bug 4 — autograd history keeps every forward intermediate alive — and only the
+  /// mutant suite turns it off.
+  bool no_grad = true;
 };
 
 struct ExecutionStats {

@@ -53,10 +53,6 @@ bool in_gradient_computation() { return g_gradient_depth.load() > 0; }
 
 std::vector<at::Tensor> call_module(const std::string& fqn, const std::vector<at::Tensor>& inputs,
                                     const ModuleForward& forward) {
-  ModuleForward scoped = [&](const std::vector<at::Tensor>& in) {
-    ModuleScope scope(fqn);
-    return forward(in);
-  };
   if (tls_scope.interceptor) {
     // The interceptor runs without itself installed so nested modules see the original slot.
     ModuleInterceptor interceptor = std::move(tls_scope.interceptor);
@@ -66,20 +62,25 @@ std::vector<at::Tensor> call_module(const std::string& fqn, const std::vector<at
       ModuleInterceptor& value;
       ~Restore() { slot = std::move(value); }
     } restore{tls_scope.interceptor, interceptor};
-    ModuleForward nested = [&](const std::vector<at::Tensor>& in) {
+    // Everything is captured by value: an interceptor may keep this closure and call it
+    // after call_module returned (eager checkpointing recomputes a region in backward).
+    ModuleForward nested = [fqn, forward, interceptor](const std::vector<at::Tensor>& in) {
       // Restore the interceptor for submodules called from inside this forward.
       ModuleInterceptorGuard inner(interceptor);
-      return scoped(in);
+      ModuleScope scope(fqn);
+      return forward(in);
     };
     return interceptor(fqn, inputs, nested);
   }
-  return scoped(inputs);
+  ModuleScope scope(fqn);
+  return forward(inputs);
 }
 
 at::Tensor call_module(const std::string& fqn, const at::Tensor& input,
                        const std::function<at::Tensor(const at::Tensor&)>& forward) {
+  // `forward` is copied for the same reason as above.
   return call_module(fqn, std::vector<at::Tensor>{input},
-                     [&](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{forward(in.at(0))}; })
+                     [forward](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{forward(in.at(0))}; })
       .at(0);
 }
 

@@ -56,7 +56,9 @@ using ModuleInterceptor =
                                           const ModuleForward& forward)>;
 
 /// Calls `forward(inputs)` inside a ModuleScope for `fqn`, unless an interceptor is
-/// installed on this thread and claims the call.
+/// installed on this thread and claims the call. An interceptor may call `forward` again
+/// after call_module returned (eager activation checkpointing recomputes a region during
+/// backward), so `forward` must not capture by reference locals that die with the call.
 std::vector<at::Tensor> call_module(const std::string& fqn, const std::vector<at::Tensor>& inputs,
                                     const ModuleForward& forward);
 /// Single-tensor convenience form of call_module.

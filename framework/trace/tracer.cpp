@@ -10,6 +10,7 @@
 #include "framework/compat/torch_compat.h"
 #include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
+#include "framework/trace/dispatch_rules.h"
 #include "framework/trace/module_scope.h"
 
 #include <ATen/ATen.h>
@@ -297,19 +298,6 @@ void Recorder::propagate_backward_metadata() {
     if (n->meta().module_fqn.empty()) n->meta().module_fqn = fwd.module_fqn;
     for (const auto& [k, v] : fwd.custom) n->meta().custom.emplace(k, v);  // a node keeps its own keys
   }
-}
-
-// True when the kernel this call reaches is the CompositeImplicitAutograd one: the op
-// has such a kernel and none for the call's backend (or an explicit composite one).
-// Some ops (silu_backward, ...) have both a CPU/CUDA kernel and a composite fallback
-// for other backends; those are primitives here. Meta calls are judged as CPU calls, so
-// tracing on meta records the same graph as tracing on the CPU.
-bool runs_composite_implicit_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet ks) {
-  if (!op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) return false;
-  if (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd)) return false;
-  c10::DispatchKey backend = c10::highestPriorityBackendTypeId(ks.remove(kTraceKey));
-  if (backend == c10::DispatchKey::Meta) backend = c10::DispatchKey::CPU;
-  return backend == c10::DispatchKey::Undefined || !op.hasKernelForDispatchKey(backend);
 }
 
 void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {

@@ -40,7 +40,7 @@ class AttentionImpl : public torch::nn::Module {
 
   at::Tensor forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
     int64_t b = x.size(0), s = x.size(1), dim = x.size(2);
-    at::Tensor qkv = call_module(fqn + ".wqkv", x, [&](const at::Tensor& in) { return wqkv->forward(in); });
+    at::Tensor qkv = call_module(fqn + ".wqkv", x, [this](const at::Tensor& in) { return wqkv->forward(in); });
     std::vector<at::Tensor> parts = qkv.split(dim, -1);
     at::Tensor q = rotate(parts[0].view({b, s, n_heads, head_dim}), cos, sin).transpose(1, 2);
     at::Tensor k = rotate(parts[1].view({b, s, n_heads, head_dim}), cos, sin).transpose(1, 2);
@@ -50,7 +50,7 @@ class AttentionImpl : public torch::nn::Module {
     scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
     at::Tensor probs = at::softmax(scores, -1);
     at::Tensor out = at::matmul(probs, v).transpose(1, 2).reshape({b, s, dim});
-    return call_module(fqn + ".wo", out, [&](const at::Tensor& in) { return wo->forward(in); });
+    return call_module(fqn + ".wo", out, [this](const at::Tensor& in) { return wo->forward(in); });
   }
 
   int64_t n_heads, head_dim;
@@ -65,10 +65,10 @@ class FeedForwardImpl : public torch::nn::Module {
     w3 = register_module("w3", std::make_shared<LinearImpl>(c.dim, c.ffn_hidden, o));
   }
   at::Tensor forward(const std::string& fqn, const at::Tensor& x) {
-    at::Tensor gate = call_module(fqn + ".w1", x, [&](const at::Tensor& in) { return w1->forward(in); });
-    at::Tensor up = call_module(fqn + ".w3", x, [&](const at::Tensor& in) { return w3->forward(in); });
+    at::Tensor gate = call_module(fqn + ".w1", x, [this](const at::Tensor& in) { return w1->forward(in); });
+    at::Tensor up = call_module(fqn + ".w3", x, [this](const at::Tensor& in) { return w3->forward(in); });
     at::Tensor h = at::silu(gate) * up;
-    return call_module(fqn + ".w2", h, [&](const at::Tensor& in) { return w2->forward(in); });
+    return call_module(fqn + ".w2", h, [this](const at::Tensor& in) { return w2->forward(in); });
   }
   std::shared_ptr<LinearImpl> w1, w2, w3;
 };
@@ -82,12 +82,12 @@ class TransformerBlockImpl : public torch::nn::Module {
     ffn_norm = register_module("ffn_norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
   }
   at::Tensor forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    at::Tensor normed = call_module(fqn + ".attention_norm", x, [&](const at::Tensor& in) { return attention_norm->forward(in); });
-    at::Tensor h = x + call_module(fqn + ".attention", normed, [&](const at::Tensor& in) {
+    at::Tensor normed = call_module(fqn + ".attention_norm", x, [this](const at::Tensor& in) { return attention_norm->forward(in); });
+    at::Tensor h = x + call_module(fqn + ".attention", normed, [this, fqn, cos, sin](const at::Tensor& in) {
                      return attention->forward(fqn + ".attention", in, cos, sin);
                    });
-    at::Tensor normed2 = call_module(fqn + ".ffn_norm", h, [&](const at::Tensor& in) { return ffn_norm->forward(in); });
-    return h + call_module(fqn + ".feed_forward", normed2, [&](const at::Tensor& in) {
+    at::Tensor normed2 = call_module(fqn + ".ffn_norm", h, [this](const at::Tensor& in) { return ffn_norm->forward(in); });
+    return h + call_module(fqn + ".feed_forward", normed2, [this, fqn](const at::Tensor& in) {
              return feed_forward->forward(fqn + ".feed_forward", in);
            });
   }
@@ -119,13 +119,17 @@ class Llama3Module : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& tokens) {
     int64_t s = tokens.size(1);
     at::Tensor cos = freqs_cos.narrow(0, 0, s), sin = freqs_sin.narrow(0, 0, s);
-    at::Tensor h = call_module("tok_embeddings", tokens, [&](const at::Tensor& in) { return tok_embeddings->forward(in); });
+    at::Tensor h = call_module("tok_embeddings", tokens, [this](const at::Tensor& in) { return tok_embeddings->forward(in); });
     for (size_t i = 0; i < blocks.size(); ++i) {
       std::string fqn = "layers." + std::to_string(i);
-      h = call_module(fqn, h, [&](const at::Tensor& in) { return blocks[i]->forward(fqn, in, cos, sin); });
+      // By value: an interceptor may re-run a block after this call returned (eager
+      // activation checkpointing recomputes it during backward).
+      h = call_module(fqn, h, [block = blocks[i], fqn, cos, sin](const at::Tensor& in) {
+        return block->forward(fqn, in, cos, sin);
+      });
     }
-    h = call_module("norm", h, [&](const at::Tensor& in) { return norm->forward(in); });
-    return call_module("output", h, [&](const at::Tensor& in) { return output->forward(in); });
+    h = call_module("norm", h, [this](const at::Tensor& in) { return norm->forward(in); });
+    return call_module("output", h, [this](const at::Tensor& in) { return output->forward(in); });
   }
 
   Llama3Config config;

@@ -4,6 +4,7 @@
 #include "oracles/models/subject.h"
 
 #include "framework/trace/module_scope.h"
+#include "oracles/models/dropout_mlp.h"
 #include "oracles/models/layers.h"
 #include "oracles/models/llama3.h"
 
@@ -24,9 +25,9 @@ class MlpModule : public torch::nn::Module {
     fc2 = register_module("fc2", std::make_shared<LinearImpl>(32, 8, options));
   }
   at::Tensor forward(const at::Tensor& x) {
-    at::Tensor h = trace::call_module("fc1", x, [&](const at::Tensor& in) { return fc1->forward(in); });
+    at::Tensor h = trace::call_module("fc1", x, [this](const at::Tensor& in) { return fc1->forward(in); });
     h = at::gelu(h);
-    return trace::call_module("fc2", h, [&](const at::Tensor& in) { return fc2->forward(in); });
+    return trace::call_module("fc2", h, [this](const at::Tensor& in) { return fc2->forward(in); });
   }
   std::shared_ptr<LinearImpl> fc1, fc2;
 };
@@ -80,7 +81,7 @@ class TwoMatmulSubject : public TrainingSubject {
   }
   c10::IValue train_step(const std::vector<c10::IValue>& args) override {
     const at::Tensor& x = args.at(0).toTensor();
-    at::Tensor y = trace::call_module("layer", x, [&](const at::Tensor& in) {
+    at::Tensor y = trace::call_module("layer", x, [this](const at::Tensor& in) {
       return at::mm(at::gelu(at::mm(in, model_->w1)), model_->w2);
     });
     at::Tensor loss;
@@ -97,12 +98,13 @@ class TwoMatmulSubject : public TrainingSubject {
 
 }  // namespace
 
-std::vector<std::string> available_subjects() { return {"mlp", "two_matmul", "llama3"}; }
+std::vector<std::string> available_subjects() { return {"mlp", "two_matmul", "llama3", "dropout_mlp"}; }
 
 std::unique_ptr<TrainingSubject> make_subject(const std::string& name, const SubjectOptions& options) {
   if (name == "mlp") return std::make_unique<MlpSubject>(options);
   if (name == "two_matmul") return std::make_unique<TwoMatmulSubject>(options);
   if (name == "llama3") return make_llama3_subject(options);
+  if (name == "dropout_mlp") return make_dropout_mlp_subject(options);
   std::string known;
   for (const auto& n : available_subjects()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown model '" + name + "' (known: " + known + ")");

@@ -1,0 +1,219 @@
+// Pass declarations, option validation and the pass registry (pass.h). Everything a
+// user can get wrong about a pass invocation (unknown pass, unknown option, a value
+// outside the allowed ones, a non-integer where an integer is expected) is reported
+// here with the pass and option named, so pipelines and the CLI share one set of
+// messages.
+#include "framework/check/pass.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+
+namespace passcheck::check {
+
+const char* to_string(NumericsEffect effect) {
+  switch (effect) {
+    case NumericsEffect::Preserves: return "preserves";
+    case NumericsEffect::MemoryOnly: return "memory-only";
+    case NumericsEffect::Changes: return "changes";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+// Sorted, so the message reads the same whether it comes from the declaration or
+// from a PassOptions (which keeps its values by name).
+std::vector<std::string> option_names(const PassInfo& info) {
+  std::vector<std::string> names;
+  for (const PassOptionInfo& o : info.options) names.push_back(o.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// kebab-case: lowercase words of letters and digits joined by single dashes, starting
+// with a letter, so names read the same in pipelines, the CLI and the docs.
+bool is_kebab_case(const std::string& name) {
+  if (name.empty() || !std::islower(static_cast<unsigned char>(name[0]))) return false;
+  char prev = 0;
+  for (char c : name) {
+    bool word_char = std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c));
+    if (!word_char && c != '-') return false;
+    if (c == '-' && prev == '-') return false;
+    prev = c;
+  }
+  return name.back() != '-';
+}
+
+// Option names must be writable in pipeline text without quoting.
+bool is_option_name(const std::string& name) {
+  if (name.empty() || !std::islower(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name)
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' ||
+          c == '-'))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+// ---- PassOptions --------------------------------------------------------------------
+
+PassOptions::PassOptions(const PassInfo& info, const std::map<std::string, std::string>& given) : pass_(info.name) {
+  for (const PassOptionInfo& o : info.options) defaults_[o.name] = o.default_value;
+  values_ = defaults_;
+  for (const auto& [name, value] : given) {
+    auto it = std::find_if(info.options.begin(), info.options.end(),
+                           [&](const PassOptionInfo& o) { return o.name == name; });
+    if (it == info.options.end()) {
+      std::vector<std::string> names = option_names(info);
+      throw PassConfigError("pass '" + info.name + "' has no option '" + name +
+                            "' (options: " + (names.empty() ? std::string("none") : join(names, ", ")) + ")");
+    }
+    if (!it->choices.empty() && std::find(it->choices.begin(), it->choices.end(), value) == it->choices.end())
+      throw PassConfigError("pass '" + info.name + "' option '" + name + "' must be one of " +
+                            join(it->choices, ", ") + "; got '" + value + "'");
+    values_[name] = value;
+  }
+}
+
+const std::string& PassOptions::get(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : values_) names.push_back(k);
+    throw PassConfigError("pass '" + pass_ + "' has no option '" + name +
+                          "' (options: " + (names.empty() ? std::string("none") : join(names, ", ")) + ")");
+  }
+  return it->second;
+}
+
+int64_t PassOptions::get_int(const std::string& name) const {
+  const std::string& text = get(name);
+  errno = 0;
+  char* end = nullptr;
+  long long v = text.empty() ? 0 : std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || std::isspace(static_cast<unsigned char>(text[0])))
+    throw PassConfigError("pass '" + pass_ + "' option '" + name + "' must be an integer; got '" + text + "'");
+  return static_cast<int64_t>(v);
+}
+
+bool PassOptions::get_bool(const std::string& name) const {
+  const std::string& text = get(name);
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  throw PassConfigError("pass '" + pass_ + "' option '" + name + "' must be true or false; got '" + text + "'");
+}
+
+std::vector<std::string> PassOptions::get_list(const std::string& name) const {
+  const std::string& text = get(name);
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    // Items are trimmed so "mm, bmm" and "mm,bmm" mean the same.
+    size_t b = item.find_first_not_of(" \t");
+    size_t e = item.find_last_not_of(" \t");
+    out.push_back(b == std::string::npos ? std::string() : item.substr(b, e - b + 1));
+  }
+  if (text.back() == ',') out.push_back("");
+  return out;
+}
+
+std::string PassOptions::str() const {
+  std::string out;
+  for (const auto& [name, value] : values_) {
+    auto d = defaults_.find(name);
+    if (d != defaults_.end() && d->second == value) continue;
+    // Values that the pipeline parser would split are quoted, so str() parses back.
+    bool plain = !value.empty() && value.find_first_of(",{}=\" \t[]") == std::string::npos;
+    std::string shown = value;
+    if (!plain) {
+      shown = "\"";
+      for (char c : value) {
+        if (c == '"' || c == '\\') shown += '\\';
+        shown += c;
+      }
+      shown += "\"";
+    }
+    out += (out.empty() ? "" : ",") + name + "=" + shown;
+  }
+  return out.empty() ? out : "{" + out + "}";
+}
+
+// ---- PassRegistry -------------------------------------------------------------------
+
+void PassRegistry::add(PassInfo info, PassFunction run) {
+  if (!is_kebab_case(info.name))
+    throw PassConfigError("pass name '" + info.name +
+                          "' is not kebab-case (lowercase letters and digits, words joined by single '-')");
+  if (passes_.count(info.name)) throw PassConfigError("pass '" + info.name + "' is already registered");
+  if (!run) throw PassConfigError("pass '" + info.name + "' has no function to run");
+  std::vector<std::string> seen;
+  for (const PassOptionInfo& o : info.options) {
+    if (!is_option_name(o.name))
+      throw PassConfigError("pass '" + info.name + "' option name '" + o.name +
+                            "' must be lowercase letters, digits, '_' or '-'");
+    if (std::find(seen.begin(), seen.end(), o.name) != seen.end())
+      throw PassConfigError("pass '" + info.name + "' declares option '" + o.name + "' twice");
+    seen.push_back(o.name);
+    if (!o.choices.empty() && std::find(o.choices.begin(), o.choices.end(), o.default_value) == o.choices.end())
+      throw PassConfigError("pass '" + info.name + "' option '" + o.name + "' default '" + o.default_value +
+                            "' is not one of its choices (" + join(o.choices, ", ") + ")");
+  }
+  std::string name = info.name;
+  passes_.emplace(name, RegisteredPass{std::move(info), std::move(run)});
+}
+
+const RegisteredPass& PassRegistry::get(const std::string& name) const {
+  auto it = passes_.find(name);
+  if (it == passes_.end()) {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : passes_) names.push_back(k);
+    throw PassConfigError("unknown pass '" + name +
+                          "' (known passes: " + (names.empty() ? std::string("none") : join(names, ", ")) + ")");
+  }
+  return it->second;
+}
+
+std::vector<const RegisteredPass*> PassRegistry::list() const {
+  std::vector<const RegisteredPass*> out;
+  for (const auto& [name, pass] : passes_) out.push_back(&pass);  // std::map: sorted by name
+  return out;
+}
+
+std::string PassRegistry::catalogue() const {
+  std::string out;
+  for (const RegisteredPass* p : list()) {
+    const PassInfo& info = p->info;
+    if (!out.empty()) out += "\n";
+    out += info.name + "\n";
+    out += "  " + info.summary + "\n";
+    out += std::string("  numerics: ") + to_string(info.numerics) + "\n";
+    out += std::string("  idempotent: ") + (info.idempotent ? "yes" : "no") + "\n";
+    if (info.options.empty()) {
+      out += "  options: none\n";
+      continue;
+    }
+    out += "  options:\n";
+    for (const PassOptionInfo& o : info.options) {
+      out += "    " + o.name + " (default: " + (o.default_value.empty() ? "\"\"" : o.default_value);
+      if (!o.choices.empty()) out += "; choices: " + join(o.choices, ", ");
+      out += ")";
+      if (!o.description.empty()) out += ": " + o.description;
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace passcheck::check

@@ -1,0 +1,245 @@
+// Pipeline text parsing and the pass runner (pipeline.h). The runner is the gate every
+// pass goes through: it hashes the graph around each pass to hold the pass to its
+// "changed" claim, runs the verifier after it, and turns anything a pass throws into a
+// PassFailure naming the pass, so a broken pass is reported where it broke the graph
+// rather than where a later pass or the executor trips over the damage.
+#include "framework/check/pipeline.h"
+
+#include "framework/check/verifier.h"
+
+#include <cctype>
+#include <chrono>
+
+namespace passcheck::check {
+
+namespace {
+
+// Values the parser would otherwise split are written quoted, so str() parses back.
+std::string quote_if_needed(const std::string& value) {
+  bool plain = !value.empty() && value.find_first_of(",{}=\" \t[]") == std::string::npos;
+  if (plain) return value;
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+}
+
+// Recursive-descent parser over the pipeline text. Columns are 1-based.
+class PipelineParser {
+ public:
+  PipelineParser(const std::string& text, const PassRegistry& registry) : text_(text), registry_(registry) {}
+
+  std::vector<PassInvocation> parse() {
+    std::vector<PassInvocation> out;
+    skip_ws();
+    if (at_end()) return out;  // an empty pipeline runs no pass
+    while (true) {
+      out.push_back(invocation());
+      skip_ws();
+      if (at_end()) break;
+      if (peek() != ',') fail(pos_, "expected ',' or the end of the pipeline, got " + describe_here());
+      ++pos_;
+      skip_ws();
+    }
+    return out;
+  }
+
+ private:
+  PassInvocation invocation() {
+    PassInvocation inv;
+    size_t name_pos = pos_;
+    inv.name = word();
+    if (inv.name.empty()) fail(name_pos, "expected a pass name, got " + describe_here());
+    const RegisteredPass* pass = nullptr;
+    try {
+      pass = &registry_.get(inv.name);
+    } catch (const PassConfigError& e) {
+      fail(name_pos, e.what());
+    }
+    skip_ws();
+    size_t options_pos = pos_;
+    if (!at_end() && peek() == '{') {
+      ++pos_;
+      skip_ws();
+      if (!at_end() && peek() == '}') {
+        ++pos_;
+      } else {
+        while (true) {
+          skip_ws();
+          size_t key_pos = pos_;
+          std::string key = word();
+          if (key.empty()) fail(key_pos, "expected an option name, got " + describe_here());
+          skip_ws();
+          if (at_end() || peek() != '=') fail(pos_, "expected '=' after option '" + key + "', got " + describe_here());
+          ++pos_;
+          skip_ws();
+          std::string value = option_value();
+          if (inv.options.count(key)) fail(key_pos, "option '" + key + "' given twice");
+          inv.options[key] = value;
+          skip_ws();
+          if (at_end()) fail(pos_, "expected ',' or '}' in the options of '" + inv.name + "', got the end");
+          if (peek() == '}') {
+            ++pos_;
+            break;
+          }
+          if (peek() != ',') fail(pos_, "expected ',' or '}' in the options of '" + inv.name + "', got " + describe_here());
+          ++pos_;
+        }
+      }
+    }
+    try {
+      PassOptions validated(pass->info, inv.options);
+    } catch (const PassConfigError& e) {
+      fail(options_pos, e.what());
+    }
+    return inv;
+  }
+
+  // A bare word, a "quoted string" (\" and \\ escapes) or a [bracketed list] whose
+  // inner text (commas included) is the value: list options need commas.
+  std::string option_value() {
+    size_t start = pos_;
+    if (at_end()) fail(pos_, "expected an option value, got the end");
+    if (peek() == '"') {
+      ++pos_;
+      std::string out;
+      while (!at_end() && peek() != '"') {
+        if (peek() == '\\' && pos_ + 1 < text_.size()) ++pos_;
+        out += text_[pos_++];
+      }
+      if (at_end()) fail(start, "unterminated quoted value");
+      ++pos_;
+      return out;
+    }
+    if (peek() == '[') {
+      ++pos_;
+      size_t inner = pos_;
+      while (!at_end() && peek() != ']') {
+        if (peek() == '[' || peek() == '{' || peek() == '}') fail(pos_, "unexpected " + describe_here() + " in a list value");
+        ++pos_;
+      }
+      if (at_end()) fail(start, "unterminated list value (missing ']')");
+      std::string out = text_.substr(inner, pos_ - inner);
+      ++pos_;
+      return out;
+    }
+    std::string out;
+    while (!at_end() && !std::isspace(static_cast<unsigned char>(peek())) && peek() != ',' && peek() != '}' &&
+           peek() != '{' && peek() != '=' && peek() != '"' && peek() != '[' && peek() != ']')
+      out += text_[pos_++];
+    if (out.empty()) fail(start, "expected an option value, got " + describe_here());
+    return out;
+  }
+
+  std::string word() {
+    size_t start = pos_;
+    while (!at_end() && is_name_char(peek())) ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
+
+  void skip_ws() {
+    while (!at_end() && std::isspace(static_cast<unsigned char>(peek()))) ++pos_;
+  }
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return text_[pos_]; }
+  std::string describe_here() const {
+    if (at_end()) return "the end";
+    return std::string("'") + peek() + "'";
+  }
+  [[noreturn]] void fail(size_t pos, const std::string& message) const {
+    throw PassConfigError("pipeline \"" + text_ + "\": column " + std::to_string(pos + 1) + ": " + message);
+  }
+
+  const std::string& text_;
+  const PassRegistry& registry_;
+  size_t pos_ = 0;
+};
+
+std::string label(const PassInvocation& inv, const PassOptions& options) { return inv.name + options.str(); }
+
+}  // namespace
+
+std::string PassInvocation::str() const {
+  std::string out = name;
+  if (options.empty()) return out;
+  out += "{";
+  bool first = true;
+  for (const auto& [k, v] : options) {
+    out += (first ? "" : ",") + k + "=" + quote_if_needed(v);
+    first = false;
+  }
+  return out + "}";
+}
+
+std::vector<PassInvocation> parse_pipeline(const std::string& text, const PassRegistry& registry) {
+  return PipelineParser(text, registry).parse();
+}
+
+Pipeline::Pipeline(std::vector<PassInvocation> passes, const PassRegistry& registry)
+    : passes_(std::move(passes)), registry_(&registry) {
+  // Validate up front: a typo in the last pass should not cost a run of the first ones.
+  for (const PassInvocation& inv : passes_) PassOptions(registry_->get(inv.name).info, inv.options);
+}
+
+Pipeline Pipeline::parse(const std::string& text, const PassRegistry& registry) {
+  return Pipeline(parse_pipeline(text, registry), registry);
+}
+
+std::string Pipeline::str() const {
+  std::string out;
+  for (size_t i = 0; i < passes_.size(); ++i) out += (i ? "," : "") + passes_[i].str();
+  return out;
+}
+
+std::vector<PassRecord> Pipeline::run(ir::Graph& graph, const PipelineOptions& options) const {
+  std::vector<PassRecord> records;
+  for (const PassInvocation& inv : passes_) {
+    const RegisteredPass& pass = registry_->get(inv.name);
+    PassOptions pass_options(pass.info, inv.options);
+    PassRecord record;
+    record.pass = label(inv, pass_options);
+    record.nodes_before = graph.num_nodes();
+    if (options.dump) options.dump("before", record.pass, graph);
+    uint64_t hash_before = options.check_changed_claim ? graph.hash() : 0;
+
+    PassResult result;
+    auto start = std::chrono::steady_clock::now();
+    try {
+      result = pass.run(graph, pass_options);
+    } catch (const std::exception& e) {
+      throw PassFailure(record.pass, std::string("the pass threw: ") + e.what());
+    } catch (...) {
+      throw PassFailure(record.pass, "the pass threw a non-standard exception");
+    }
+    record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // Dumped before the checks, so the graph that fails them can be inspected.
+    if (options.dump) options.dump("after", record.pass, graph);
+
+    if (options.check_changed_claim) {
+      bool differs = graph.hash() != hash_before;
+      if (!result.changed && differs) throw PassFailure(record.pass, "reported no change but the graph changed");
+      if (result.changed && !differs) throw PassFailure(record.pass, "reported a change but the graph is identical");
+    }
+    if (options.verify_each) {
+      std::vector<VerifierIssue> issues = verify_graph(graph);
+      if (!issues.empty()) {
+        std::string message = issues.front().message;
+        if (issues.size() > 1) message += " (+" + std::to_string(issues.size() - 1) + " more)";
+        throw PassFailure(record.pass, message);
+      }
+    }
+    record.nodes_after = graph.num_nodes();
+    record.changed = result.changed;
+    record.stats = std::move(result.stats);
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+}  // namespace passcheck::check

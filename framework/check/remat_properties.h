@@ -1,0 +1,21 @@
+// Properties every activation rematerialization must satisfy, checked on the graph
+// before and after the pass. Used by the AC suites on real models and by the fuzzer on
+// random programs; each violation message says which node breaks which promise.
+#pragma once
+
+#include "framework/ir/graph.h"
+
+#include <string>
+#include <vector>
+
+namespace passcheck::check {
+
+/// Violations (empty when all hold):
+///  - no backward node reads a forward value tagged recomputable (it must read a
+///    recomputed duplicate, or the saved original stays alive until the backward);
+///  - no forward value is recomputed more than once;
+///  - every duplicate is marked backward;
+///  - the estimated peak memory did not increase.
+std::vector<std::string> check_remat_properties(const ir::Graph& before, const ir::Graph& after);
+
+}  // namespace passcheck::check

@@ -1,0 +1,220 @@
+// The structural verifier (verifier.h). It trusts nothing it checks: node membership
+// is established by walking the list once (so a dangling user pointer is detected
+// before it is dereferenced), definition order by the walk itself rather than by the
+// order keys, and use lists are compared against the operands in both directions.
+// Messages quote the offending node's text and say where a bad operand was defined.
+#include "framework/check/verifier.h"
+
+#include "framework/ir/text.h"
+
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace passcheck::check {
+
+namespace {
+
+using ir::Node;
+using ir::Phase;
+using ir::Use;
+using ir::Value;
+
+std::string quoted(const Node& n) { return "`" + ir::print_node(n) + "`"; }
+
+bool is_recomputed_duplicate(const Node& n) { return n.meta().custom.count("recomputed_from") > 0; }
+
+class Verifier {
+ public:
+  explicit Verifier(const ir::Graph& g) : g_(g) {}
+
+  std::vector<VerifierIssue> run() {
+    collect();
+    check_inputs();
+    check_nodes();
+    check_use_lists();
+    check_outputs();
+    return std::move(issues_);
+  }
+
+ private:
+  void issue(std::string message) { issues_.push_back(VerifierIssue{std::move(message)}); }
+
+  // Where a value comes from, for messages.
+  std::string origin(const Value* v) const {
+    if (v->is_graph_input()) return "graph input %" + v->name();
+    if (all_nodes_.count(v->producer())) return "%" + v->name() + " defined by " + quoted(*v->producer());
+    return "%" + v->name() + " (its producer is not in the graph)";
+  }
+
+  void collect() {
+    size_t index = 0;
+    const Node* prev = nullptr;
+    for (const Node* n : g_.nodes()) {
+      all_nodes_.insert(n);
+      ++index;
+      if (n->graph() != &g_) issue("node " + quoted(*n) + " says it belongs to another graph");
+      // Passes rely on is_before; it must agree with the list order.
+      if (prev && !prev->is_before(n))
+        issue("node order keys disagree with the list: " + quoted(*prev) + " is not before " + quoted(*n));
+      prev = n;
+    }
+    if (index != g_.num_nodes())
+      issue("the graph counts " + std::to_string(g_.num_nodes()) + " nodes but its list holds " +
+            std::to_string(index));
+    for (const Value* in : g_.inputs()) input_set_.insert(in);
+  }
+
+  void check_name(const Value* v) {
+    auto [it, inserted] = names_.emplace(v->name(), v);
+    if (!inserted) issue("value name %" + v->name() + " is used twice (" + origin(it->second) + " and " + origin(v) + ")");
+    if (g_.find_value(v->name()) != v)
+      issue("%" + v->name() + " is not what the graph's name table maps that name to");
+  }
+
+  void check_inputs() {
+    for (size_t i = 0; i < g_.inputs().size(); ++i) {
+      const Value* in = g_.inputs()[i];
+      if (in->graph() != &g_) issue("graph input %" + in->name() + " belongs to another graph");
+      if (!in->is_graph_input()) issue("graph input %" + in->name() + " has a producer node");
+      if (in->output_index() != i)
+        issue("graph input %" + in->name() + " says it is input " + std::to_string(in->output_index()) +
+              " but is input " + std::to_string(i));
+      check_name(in);
+    }
+  }
+
+  void check_nodes() {
+    std::unordered_set<const Node*> defined;
+    const Node* first_backward = nullptr;
+    const Node* first_optimizer = nullptr;
+    for (const Node* n : g_.nodes()) {
+      for (size_t s = 0; s < n->num_operands(); ++s) {
+        const Value* v = n->operand(s);
+        if (v == nullptr) {
+          issue("node " + quoted(*n) + ": operand " + std::to_string(s) + " is null");
+          continue;
+        }
+        if (v->graph() != &g_) {
+          issue("node " + quoted(*n) + ": operand %" + v->name() + " belongs to another graph");
+          continue;
+        }
+        if (v->is_graph_input()) {
+          if (!input_set_.count(v)) issue("node " + quoted(*n) + ": operand %" + v->name() + " is not a graph input");
+        } else if (!all_nodes_.count(v->producer())) {
+          issue("node " + quoted(*n) + ": operand " + origin(v));
+        } else if (!defined.count(v->producer())) {
+          issue("node " + quoted(*n) + ": operand %" + v->name() + " is used before its definition (" + origin(v) +
+                ", later in the graph)");
+        }
+      }
+      for (size_t i = 0; i < n->num_outputs(); ++i) {
+        const Value* out = n->output(i);
+        if (out->producer() != n || out->output_index() != i)
+          issue("node " + quoted(*n) + ": output %" + out->name() + " does not name this node as its producer");
+        if (out->graph() != &g_) issue("node " + quoted(*n) + ": output %" + out->name() + " belongs to another graph");
+        check_name(out);
+      }
+      check_meta(*n, first_backward, first_optimizer);
+      defined.insert(n);
+    }
+  }
+
+  void check_meta(const Node& n, const Node*& first_backward, const Node*& first_optimizer) {
+    const ir::NodeMeta& m = n.meta();
+    if (m.ac_region_id && *m.ac_region_id < 0)
+      issue("node " + quoted(n) + ": ac_region " + std::to_string(*m.ac_region_id) + " is negative");
+    bool duplicate = is_recomputed_duplicate(n);
+    bool forward_like = m.phase == Phase::Forward || m.phase == Phase::Loss;
+    // Rematerialized duplicates are backward nodes that keep their original's policy.
+    if (m.recompute != ir::RecomputePolicy::Unset && !forward_like && !duplicate)
+      issue("node " + quoted(n) + ": recompute policy " + ir::to_string(m.recompute) + " on a " +
+            ir::to_string(m.phase) + " node (only forward and loss nodes carry one)");
+    if (forward_like && first_backward && !duplicate)
+      issue("node " + quoted(n) + ": " + ir::to_string(m.phase) + " node after the first backward node " +
+            quoted(*first_backward));
+    if (m.phase == Phase::Backward && first_optimizer)
+      issue("node " + quoted(n) + ": backward node after the optimizer node " + quoted(*first_optimizer));
+    if (m.phase == Phase::Backward && !first_backward) first_backward = &n;
+    if (m.phase == Phase::Optimizer && !first_optimizer) first_optimizer = &n;
+  }
+
+  // Every use recorded on a value must point at an operand slot (or graph output)
+  // holding that value, and every operand slot must be recorded exactly once.
+  void check_value_uses(const Value* v) {
+    std::set<std::pair<const Node*, uint32_t>> seen;
+    for (const Use& u : v->uses()) {
+      if (u.is_graph_output()) {
+        if (u.slot >= g_.outputs().size() || g_.outputs()[u.slot] != v)
+          issue("%" + v->name() + " lists a use as graph output " + std::to_string(u.slot) +
+                " but that output is not %" + v->name());
+      } else if (!all_nodes_.count(u.user)) {
+        issue("%" + v->name() + " lists a use by a node that is not in the graph");
+        continue;
+      } else {
+        if (u.slot >= u.user->num_operands() || u.user->operand(u.slot) != v)
+          issue("%" + v->name() + " lists a use as operand " + std::to_string(u.slot) + " of " + quoted(*u.user) +
+                " but that operand is not %" + v->name());
+      }
+      if (!seen.insert({u.user, u.slot}).second) issue("%" + v->name() + " lists the same use twice");
+    }
+  }
+
+  bool has_use(const Value* v, const Use& use) const {
+    for (const Use& u : v->uses())
+      if (u == use) return true;
+    return false;
+  }
+
+  void check_use_lists() {
+    for (const Value* in : g_.inputs()) check_value_uses(in);
+    for (const Node* n : g_.nodes()) {
+      for (const Value* out : n->outputs()) check_value_uses(out);
+      for (size_t s = 0; s < n->num_operands(); ++s) {
+        const Value* v = n->operand(s);
+        if (v && !has_use(v, Use{const_cast<Node*>(n), static_cast<uint32_t>(s)}))
+          issue("node " + quoted(*n) + ": operand " + std::to_string(s) + " (%" + v->name() +
+                ") is missing from that value's use list");
+      }
+    }
+  }
+
+  void check_outputs() {
+    for (size_t i = 0; i < g_.outputs().size(); ++i) {
+      const Value* v = g_.outputs()[i];
+      if (v == nullptr) {
+        issue("graph output " + std::to_string(i) + " is null");
+        continue;
+      }
+      bool belongs = v->graph() == &g_ && (v->is_graph_input() ? input_set_.count(v) > 0
+                                                                : all_nodes_.count(v->producer()) > 0);
+      if (!belongs) {
+        issue("graph output " + std::to_string(i) + " (%" + v->name() + ") is not defined in this graph");
+        continue;
+      }
+      if (!has_use(v, Use{nullptr, static_cast<uint32_t>(i)}))
+        issue("graph output " + std::to_string(i) + " (%" + v->name() + ") is missing from that value's use list");
+    }
+  }
+
+  const ir::Graph& g_;
+  std::vector<VerifierIssue> issues_;
+  std::unordered_set<const Node*> all_nodes_;
+  std::unordered_set<const Value*> input_set_;
+  std::unordered_map<std::string, const Value*> names_;
+};
+
+}  // namespace
+
+std::vector<VerifierIssue> verify_graph(const ir::Graph& graph) { return Verifier(graph).run(); }
+
+void verify_or_throw(const ir::Graph& graph, const std::string& context) {
+  std::vector<VerifierIssue> issues = verify_graph(graph);
+  if (issues.empty()) return;
+  std::string message = context + ": " + issues.front().message;
+  if (issues.size() > 1) message += " (+" + std::to_string(issues.size() - 1) + " more)";
+  throw std::runtime_error(message);
+}
+
+}  // namespace passcheck::check

@@ -1,0 +1,122 @@
+// Operator properties from the dispatcher's schemas and tags (op_properties.h).
+// Answers are computed once per operator string and cached: DCE and CSE ask about
+// every node of graphs with thousands of nodes. An operator the dispatcher does not
+// know is assumed to mutate and to have side effects, so no pass deletes, merges or
+// moves what it cannot reason about.
+#include "framework/exec/op_properties.h"
+
+#include "framework/exec/schema_args.h"
+
+#include <ATen/core/enum_tag.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace passcheck::exec {
+
+namespace {
+
+struct OpProperties {
+  bool known = false;
+  bool mutating = false;
+  bool aliases_input = false;
+  bool random = false;
+  bool collective = false;
+  bool side_effects = false;
+  bool uninitialized_allocation = false;
+  bool async_assert = false;
+};
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+// RNG operators by base name, for builds whose schemas lack the
+// nondeterministic_seeded tag on some of them.
+bool is_random_by_name(const std::string& base) {
+  static const char* const exact[] = {"bernoulli", "bernoulli_", "dropout", "dropout_", "native_dropout",
+                                      "feature_dropout", "alpha_dropout", "feature_alpha_dropout", "normal",
+                                      "normal_", "uniform_", "multinomial", "randperm", "exponential_",
+                                      "geometric_", "cauchy_", "log_normal_", "random_"};
+  for (const char* e : exact)
+    if (base == e) return true;
+  return starts_with(base, "rand") || starts_with(base, "rrelu");  // rand, rand_like, randn*, randint*
+}
+
+bool is_collective_name(const std::string& ns, const std::string& base) {
+  if (ns == "c10d" || ns == "_c10d_functional" || ns == "c10d_functional") return true;
+  if (ns != "passcheck") return false;
+  static const char* const names[] = {"all_gather_into_tensor", "reduce_scatter_tensor", "all_reduce", "all_to_all",
+                                      "wait_tensor"};
+  for (const char* n : names)
+    if (base == n) return true;
+  return false;
+}
+
+bool is_async_assert_name(const std::string& ns, const std::string& base) {
+  return ns == "aten" && (base == "_assert_async" || base == "_functional_assert_async");
+}
+
+OpProperties compute(const ir::Node& node) {
+  OpProperties p;
+  std::string name = node.op_name();
+  std::string base = node.op_base();
+  auto colon = name.find("::");
+  std::string ns = colon == std::string::npos ? std::string() : name.substr(0, colon);
+
+  p.collective = is_collective_name(ns, base);
+  p.async_assert = is_async_assert_name(ns, base);
+  static const char* const allocations[] = {"empty", "new_empty", "empty_strided", "new_empty_strided", "empty_like"};
+  std::string overload = node.overload();
+  for (const char* a : allocations)
+    if (ns == "aten" && base == a) p.uninitialized_allocation = true;
+  // empty.out writes its out argument; it is an allocation only in its functional forms.
+  if (p.uninitialized_allocation && overload == "out") p.uninitialized_allocation = false;
+
+  std::optional<c10::OperatorHandle> op = find_operator(node.op());
+  if (op) {
+    p.known = true;
+    const c10::FunctionSchema& schema = op->schema();
+    for (const c10::Argument& a : schema.arguments())
+      if (a.alias_info() && a.alias_info()->isWrite()) p.mutating = true;
+    for (const c10::Argument& r : schema.returns())
+      if (r.alias_info()) p.aliases_input = true;
+    p.random = op->hasTag(at::Tag::nondeterministic_seeded) || is_random_by_name(base);
+  } else {
+    // Conservative: nothing may be removed, merged or assumed pure.
+    p.mutating = true;
+    p.aliases_input = true;
+    p.random = is_random_by_name(base);
+  }
+  p.side_effects = p.mutating || (ns == "passcheck" && base.find("rng_state") != std::string::npos) ||
+                   (ns == "aten" && base == "print");
+  if (p.async_assert) {
+    // An assert reads its input and writes nothing: pure for dead-code elimination,
+    // even in builds whose dispatcher lacks the functional variant.
+    p.side_effects = false;
+    p.mutating = false;
+    p.aliases_input = false;
+  }
+  return p;
+}
+
+const OpProperties& properties(const ir::Node& node) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, OpProperties> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(node.op());
+  if (it == cache.end()) it = cache.emplace(node.op(), compute(node)).first;
+  return it->second;  // unordered_map references stay valid across inserts
+}
+
+}  // namespace
+
+bool is_mutating(const ir::Node& node) { return properties(node).mutating; }
+bool aliases_input(const ir::Node& node) { return properties(node).aliases_input; }
+bool is_random(const ir::Node& node) { return properties(node).random; }
+bool is_collective(const ir::Node& node) { return properties(node).collective; }
+bool has_side_effects(const ir::Node& node) { return properties(node).side_effects; }
+bool is_uninitialized_allocation(const ir::Node& node) { return properties(node).uninitialized_allocation; }
+bool is_async_assert(const ir::Node& node) { return properties(node).async_assert; }
+
+}  // namespace passcheck::exec

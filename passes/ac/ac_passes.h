@@ -1,0 +1,42 @@
+// The activation-checkpointing family (specs/passes.md "AC family"):
+//   ac-regions  each child of `layers` is one region (ac_region_id = layer index)
+//   sac-tag     recompute policy per forward node (default / eager / full / op)
+//   apply-ac    model-level AC: full, selective every n-th layer, or per-op
+//   remat       duplicate recomputable forward nodes right before their first
+//               backward use and drop the originals nothing else needs
+#pragma once
+
+#include "framework/check/pass.h"
+
+namespace passcheck::passes {
+
+check::PassResult ac_regions_pass(ir::Graph& graph, const check::PassOptions& options);
+check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& options);
+check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& options);
+check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options);
+
+/// Fault injection for the mutant suite (suites/mutants): each flag, turned off,
+/// reproduces one historical rematerialization bug of specs/passes.md. The registered
+/// pass always runs with every flag on.
+struct RematBehaviour {
+  /// Off: only MUST_RECOMPUTE nodes are recomputed, PREFER_RECOMPUTE is ignored and
+  /// the backward reads the saved forward value (bug 1, pytorch 178935).
+  bool honour_prefer_recompute = true;
+  /// Off: in rng=replay mode the duplicate of a random op draws fresh numbers (bug 2).
+  bool replay_rng_state = true;
+  /// Off: only the earliest backward reader moves to the duplicate; later readers keep
+  /// reading the original, which stays alive until the backward (bug 3).
+  bool rewire_all_readers = true;
+  /// Off: each backward reader gets its own duplicate: a node is recomputed twice (bug 3).
+  bool share_duplicates = true;
+};
+check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& options, const RematBehaviour& behaviour);
+
+/// Upgrades a recomputable forward node that feeds a recomputable forward node of a
+/// higher layer to MUST_SAVE, so recomputation never crosses a layer boundary.
+/// Returns how many nodes changed.
+int64_t save_layer_boundaries(ir::Graph& graph);
+
+void register_ac_passes(check::PassRegistry& registry);
+
+}  // namespace passcheck::passes

@@ -1,0 +1,25 @@
+// ac-regions: each child of `layers` is one activation-checkpoint region. Nodes whose
+// module FQN is "layers.N" or below get ac_region_id = N; other nodes get none
+// (consumers that need a number treat that as 0). Backward nodes carry their forward
+// node's FQN, so they land in the same region.
+#include "framework/check/ac_policy.h"
+#include "passes/ac/ac_passes.h"
+
+namespace passcheck::passes {
+
+check::PassResult ac_regions_pass(ir::Graph& graph, const check::PassOptions&) {
+  check::PassResult result;
+  int64_t annotated = 0;
+  for (ir::Node* n : graph.nodes()) {
+    std::optional<int64_t> region = check::layer_of(n->meta().module_fqn);
+    if (n->meta().ac_region_id != region) {
+      n->meta().ac_region_id = region;
+      result.changed = true;
+    }
+    annotated += region.has_value();
+  }
+  result.stats["nodes_in_regions"] = annotated;
+  return result;
+}
+
+}  // namespace passcheck::passes

@@ -1,0 +1,63 @@
+// apply-ac: model-level activation checkpointing, as torchtitan configures it.
+//   mode=full                        every layer fully checkpointed
+//   mode=selective, option=N         layers whose index % N == 0 fully checkpointed
+//                                    (N = 0: every layer)
+//   mode=selective, option=op        per-op selective AC (the "op" policy)
+// Fully checkpointed layers tag their forward nodes MUST_RECOMPUTE (random ops
+// MUST_SAVE); then the layer-boundary rule saves layer outputs.
+#include "framework/check/ac_policy.h"
+#include "framework/exec/op_properties.h"
+#include "passes/ac/ac_passes.h"
+
+#include <cctype>
+
+namespace passcheck::passes {
+
+check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& options) {
+  const std::string& mode = options.get("mode");
+  const std::string& option = options.get("option");
+  std::optional<int64_t> every_nth;
+  bool per_op = false;
+  if (mode == "full") {
+    every_nth = 1;
+  } else if (mode == "selective") {
+    if (option == "op") {
+      per_op = true;
+    } else {
+      bool numeric = !option.empty();
+      for (char c : option) numeric &= std::isdigit(static_cast<unsigned char>(c)) != 0;
+      if (!numeric)
+        throw check::PassConfigError("apply-ac: selective option must be 'op' or a non-negative layer interval, got '" +
+                                     option + "'");
+      int64_t n = std::stoll(option);
+      every_nth = n == 0 ? 1 : n;
+    }
+  } else {
+    throw check::PassConfigError("apply-ac: unknown mode '" + mode + "' (full, selective)");
+  }
+
+  uint64_t before = graph.hash();
+  check::AcPolicy op_policy(check::AcPolicyKind::Op);
+  int64_t tagged = 0;
+  for (ir::Node* n : graph.nodes()) {
+    ir::NodeMeta& meta = n->meta();
+    if (meta.phase != ir::Phase::Forward) continue;
+    std::optional<int64_t> layer = meta.ac_region_id ? meta.ac_region_id : check::layer_of(meta.module_fqn);
+    if (!layer) continue;  // only transformer blocks are checkpointed
+    if (per_op) {
+      meta.recompute = op_policy.decide(n->op_base(), meta.module_fqn, layer, exec::is_random(*n));
+    } else if (*layer % *every_nth == 0) {
+      meta.recompute = exec::is_random(*n) ? ir::RecomputePolicy::MustSave : ir::RecomputePolicy::MustRecompute;
+    } else {
+      continue;
+    }
+    ++tagged;
+  }
+  check::PassResult result;
+  result.stats["tagged_nodes"] = tagged;
+  result.stats["layer_boundary_saves"] = save_layer_boundaries(graph);
+  result.changed = graph.hash() != before;
+  return result;
+}
+
+}  // namespace passcheck::passes

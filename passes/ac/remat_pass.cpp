@@ -1,0 +1,223 @@
+// remat: selective activation rematerialization over a forward-loss-backward graph.
+//   1. No recomputable forward node: unchanged.
+//   2. A random op tagged recomputable is an error, unless rng=replay.
+//   3. The backward region search starts after the last node whose module is "loss" or
+//      "lm_head"; regions are maximal runs of backward nodes; a region needs remat when
+//      one of its nodes reads a recomputable forward node. More than one such region is
+//      an error; none leaves the graph unchanged.
+//   4. From each backward node of the region, walk inputs transitively through
+//      recomputable forward nodes, recording for each the earliest backward node that
+//      needs it.
+//   5. In graph order, duplicate each of them right before that backward node
+//      ("<name>_recomputed", phase backward, custom "recomputed_from").
+//   6. Rewire the region's reads to the duplicates and erase originals left unused.
+// rng=replay: a recomputable random op keeps its forward generator state
+// (passcheck::rng_state, inserted before it) and its duplicate runs between two
+// passcheck::swap_rng_state calls, so it draws the same numbers and leaves the generator
+// where it found it.
+#include "framework/exec/op_properties.h"
+#include "framework/ir/text.h"
+#include "passes/ac/ac_passes.h"
+
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace passcheck::passes {
+
+namespace {
+
+const RematBehaviour* g_behaviour = nullptr;  // set for the duration of remat_pass_with
+
+bool is_forward_recomputable(const ir::Node& n) {
+  if (n.meta().phase == ir::Phase::Backward) return false;
+  if (!g_behaviour->honour_prefer_recompute) return n.meta().recompute == ir::RecomputePolicy::MustRecompute;
+  return ir::is_recomputable(n.meta().recompute);
+}
+
+bool is_loss_or_head(const std::string& fqn) {
+  for (const char* root : {"loss", "lm_head"}) {
+    std::string r(root);
+    if (fqn == r || (fqn.size() > r.size() && fqn.compare(0, r.size(), r) == 0 && fqn[r.size()] == '.')) return true;
+  }
+  return false;
+}
+
+c10::Device device_of(const ir::Node& n) {
+  for (const ir::Value* out : n.outputs())
+    if (out->meta()) return out->meta()->device;
+  for (const ir::Value* in : n.operands())
+    if (in->meta()) return in->meta()->device;
+  return c10::Device(c10::DeviceType::CPU);
+}
+
+int64_t output_bytes(const ir::Node& n) {
+  int64_t bytes = 0;
+  for (const ir::Value* out : n.outputs())
+    if (out->meta()) bytes += out->meta()->nbytes();
+  return bytes;
+}
+
+}  // namespace
+
+check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options) {
+  return remat_pass_with(graph, options, RematBehaviour{});
+}
+
+check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& options, const RematBehaviour& behaviour) {
+  struct Scope {
+    explicit Scope(const RematBehaviour* b) { g_behaviour = b; }
+    ~Scope() { g_behaviour = nullptr; }
+  } scope(&behaviour);
+  const bool replay_rng = options.get("rng") == "replay";
+  std::vector<ir::Node*> nodes = graph.node_list();
+
+  // 1-2.
+  bool any_recomputable = false;
+  for (ir::Node* n : nodes) {
+    if (!is_forward_recomputable(*n)) continue;
+    any_recomputable = true;
+    if (exec::is_random(*n) && !replay_rng)
+      throw std::runtime_error("remat: `" + ir::print_node(*n) +
+                               "` is a random op tagged recomputable; RNG ops cannot be recomputed in a "
+                               "forward-loss-backward graph (move them out of the region, save them, or run remat "
+                               "with rng=replay)");
+  }
+  if (!any_recomputable) return check::PassResult::unchanged();
+
+  // 3.
+  size_t start = 0;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (is_loss_or_head(nodes[i]->meta().module_fqn)) start = i + 1;
+  std::vector<std::vector<ir::Node*>> regions_needing;
+  for (size_t i = start; i < nodes.size();) {
+    if (nodes[i]->meta().phase != ir::Phase::Backward) {
+      ++i;
+      continue;
+    }
+    std::vector<ir::Node*> region;
+    bool needs = false;
+    for (; i < nodes.size() && nodes[i]->meta().phase == ir::Phase::Backward; ++i) {
+      region.push_back(nodes[i]);
+      for (ir::Value* v : nodes[i]->operands())
+        if (v->producer() && is_forward_recomputable(*v->producer())) needs = true;
+    }
+    if (needs) regions_needing.push_back(std::move(region));
+  }
+  if (regions_needing.empty()) return check::PassResult::unchanged();
+  if (regions_needing.size() > 1) {
+    std::string firsts;
+    for (const auto& r : regions_needing) firsts += "\n  region starting at `" + ir::print_node(*r.front()) + "`";
+    throw std::runtime_error("remat: " + std::to_string(regions_needing.size()) +
+                             " disjoint backward regions need recomputation; expected one" + firsts);
+  }
+  const std::vector<ir::Node*>& region = regions_needing.front();
+
+  // 4. The first backward node (in order) to reach a target is its earliest user.
+  std::unordered_map<ir::Node*, ir::Node*> earliest_user;
+  for (ir::Node* b : region) {
+    std::vector<ir::Node*> stack;
+    for (ir::Value* v : b->operands())
+      if (v->producer() && is_forward_recomputable(*v->producer())) stack.push_back(v->producer());
+    while (!stack.empty()) {
+      ir::Node* p = stack.back();
+      stack.pop_back();
+      if (!earliest_user.emplace(p, b).second) continue;
+      for (ir::Value* v : p->operands())
+        if (v->producer() && is_forward_recomputable(*v->producer())) stack.push_back(v->producer());
+    }
+  }
+
+  // 5. Duplicate in graph order so a duplicate's inputs are duplicated before it.
+  std::vector<ir::Node*> targets;
+  for (ir::Node* n : nodes)
+    if (earliest_user.count(n)) targets.push_back(n);
+  std::unordered_map<ir::Value*, ir::Value*> duplicate_of;
+  std::unordered_map<ir::Node*, ir::Node*> duplicate_node;
+  int64_t rng_replays = 0;
+  for (ir::Node* t : targets) {
+    ir::Node* anchor = earliest_user.at(t);
+    const bool random = exec::is_random(*t);
+    ir::Value* saved_state = nullptr;
+    ir::Value* previous_state = nullptr;
+    c10::Device device = device_of(*t);
+    const bool replay_state = random && behaviour.replay_rng_state;
+    if (replay_state) {
+      ir::Node* state = graph.create("passcheck::rng_state", {ir::Arg::dev(device)}, t);
+      state->meta() = t->meta();
+      state->meta().recompute = ir::RecomputePolicy::MustSave;
+      state->meta().custom["rng_state_of"] = t->output(0)->name();
+      saved_state = state->add_output(ir::ValueType::Tensor, std::nullopt, t->output(0)->name() + "_rng_state");
+      ir::Node* swap_in =
+          graph.create("passcheck::swap_rng_state", {ir::Arg::of(saved_state), ir::Arg::dev(device)}, anchor);
+      swap_in->meta().phase = ir::Phase::Backward;
+      swap_in->meta().module_fqn = t->meta().module_fqn;
+      swap_in->meta().custom["recomputed_from"] = t->output(0)->name();
+      previous_state = swap_in->add_output(ir::ValueType::Tensor, std::nullopt, t->output(0)->name() + "_rng_prev");
+      ++rng_replays;
+    }
+    ir::Node* dup = graph.clone_node(
+        *t,
+        [&](ir::Value* v) {
+          auto it = duplicate_of.find(v);
+          return it == duplicate_of.end() ? v : it->second;
+        },
+        anchor, "_recomputed");
+    dup->meta().phase = ir::Phase::Backward;
+    dup->meta().custom["recomputed_from"] = t->output(0)->name();
+    for (size_t i = 0; i < t->num_outputs(); ++i) duplicate_of[t->output(i)] = dup->output(i);
+    duplicate_node[t] = dup;
+    if (replay_state) {
+      ir::Node* swap_back =
+          graph.create("passcheck::swap_rng_state", {ir::Arg::of(previous_state), ir::Arg::dev(device)}, anchor);
+      swap_back->meta() = dup->meta();
+      swap_back->add_output(ir::ValueType::Tensor, std::nullopt, t->output(0)->name() + "_rng_restored");
+    }
+  }
+
+  // 6. Rewire the region's reads (they all come after their duplicate), then erase
+  // originals that nothing reads any more, consumers first.
+  std::set<ir::Node*> in_region(region.begin(), region.end());
+  for (ir::Node* t : targets) {
+    ir::Node* dup = duplicate_node.at(t);
+    for (size_t i = 0; i < t->num_outputs(); ++i)
+      t->output(i)->replace_uses_if(dup->output(i), [&](const ir::Use& use) {
+        if (use.is_graph_output() || !in_region.count(use.user)) return false;
+        return behaviour.rewire_all_readers || use.user == earliest_user.at(t);
+      });
+  }
+  int64_t extra_duplicates = 0;
+  if (!behaviour.share_duplicates) {
+    // The mutant: every further backward reader gets a duplicate of its own.
+    for (ir::Node* t : targets) {
+      ir::Node* dup = duplicate_node.at(t);
+      std::vector<ir::Use> uses = dup->output(0)->uses();
+      for (size_t u = 1; u < uses.size(); ++u) {
+        if (uses[u].is_graph_output() || !in_region.count(uses[u].user)) continue;
+        ir::Node* again = graph.clone_node(*dup, [](ir::Value* v) { return v; }, uses[u].user);
+        uses[u].user->replace_operand(uses[u].slot, again->output(0));
+        ++extra_duplicates;
+      }
+    }
+  }
+  int64_t erased = 0, freed_bytes = 0;
+  for (auto it = targets.rbegin(); it != targets.rend(); ++it) {
+    ir::Node* t = *it;
+    if (t->has_users()) continue;
+    if (exec::is_random(*t)) continue;  // its draw advances the generator: keep it
+    freed_bytes += output_bytes(*t);
+    graph.erase(t);
+    ++erased;
+  }
+
+  check::PassResult result;
+  result.changed = true;
+  result.stats["recomputed_nodes"] = static_cast<int64_t>(targets.size()) + extra_duplicates;
+  result.stats["erased_originals"] = erased;
+  result.stats["saved_bytes"] = freed_bytes;
+  result.stats["rng_replays"] = rng_replays;
+  return result;
+}
+
+}  // namespace passcheck::passes

@@ -1,0 +1,106 @@
+// sac-tag: recompute policy for every forward node, in graph order:
+//   1. backward nodes are skipped (no tag);
+//   2. nodes whose module FQN starts with a skipped prefix ("lm_head", "loss") too;
+//   3. forced-save nodes (custom "force_save" = "1") are MUST_SAVE;
+//   4. wait_tensor copies the tag of its producer;
+//   5. nodes producing a symbolic integer are MUST_SAVE;
+//   6. otherwise the policy decides (framework/check/ac_policy.h).
+// Then the layer-boundary rule: a recomputable forward node with a recomputable forward
+// user in a higher layer becomes MUST_SAVE.
+#include "framework/check/ac_policy.h"
+#include "framework/exec/op_properties.h"
+#include "passes/ac/ac_passes.h"
+
+namespace passcheck::passes {
+
+namespace {
+
+bool has_prefix_component(const std::string& fqn, const std::string& prefix) {
+  return fqn == prefix || (fqn.size() > prefix.size() && fqn.compare(0, prefix.size(), prefix) == 0 &&
+                           fqn[prefix.size()] == '.');
+}
+
+std::optional<int64_t> region_of(const ir::Node& n) {
+  if (n.meta().ac_region_id) return n.meta().ac_region_id;
+  return check::layer_of(n.meta().module_fqn);
+}
+
+std::vector<check::OpSelector> parse_selectors(const std::vector<std::string>& texts) {
+  std::vector<check::OpSelector> out;
+  for (const auto& t : texts) {
+    try {
+      out.push_back(check::OpSelector::parse(t));
+    } catch (const std::invalid_argument& e) {
+      throw check::PassConfigError(std::string("sac-tag: ") + e.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t save_layer_boundaries(ir::Graph& graph) {
+  int64_t upgraded = 0;
+  for (ir::Node* n : graph.nodes()) {
+    if (n->meta().phase == ir::Phase::Backward || !ir::is_recomputable(n->meta().recompute)) continue;
+    int64_t layer = region_of(*n).value_or(0);
+    bool crosses = false;
+    for (ir::Value* out : n->outputs())
+      for (const ir::Use& use : out->uses()) {
+        if (use.is_graph_output()) continue;
+        const ir::Node* user = use.user;
+        if (user->meta().phase != ir::Phase::Backward && ir::is_recomputable(user->meta().recompute) &&
+            region_of(*user).value_or(0) > layer)
+          crosses = true;
+      }
+    if (crosses) {
+      n->meta().recompute = ir::RecomputePolicy::MustSave;
+      ++upgraded;
+    }
+  }
+  return upgraded;
+}
+
+check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& options) {
+  check::AcPolicyKind kind;
+  try {
+    kind = check::parse_ac_policy(options.get("policy"));
+  } catch (const std::invalid_argument& e) {
+    throw check::PassConfigError(std::string("sac-tag: ") + e.what());
+  }
+  check::AcPolicy policy(kind, parse_selectors(options.get_list("selectors")));
+  std::vector<std::string> skipped = options.get_list("skip");
+  uint64_t before = graph.hash();
+
+  int64_t tagged = 0;
+  for (ir::Node* n : graph.nodes()) {
+    ir::NodeMeta& meta = n->meta();
+    if (meta.phase == ir::Phase::Backward) continue;
+    bool skip = false;
+    for (const auto& prefix : skipped) skip |= has_prefix_component(meta.module_fqn, prefix);
+    if (skip) continue;
+    ir::RecomputePolicy decision;
+    if (meta.custom.count("force_save") && meta.custom.at("force_save") == "1") {
+      decision = ir::RecomputePolicy::MustSave;
+    } else if (n->op_base() == "wait_tensor" && n->num_operands() > 0 && n->operand(0)->producer()) {
+      decision = n->operand(0)->producer()->meta().recompute;
+    } else {
+      bool symbolic_int = false;
+      for (ir::Value* out : n->outputs()) symbolic_int |= out->type() == ir::ValueType::Int;
+      decision = symbolic_int ? ir::RecomputePolicy::MustSave
+                              : policy.decide(n->op_base(), meta.module_fqn, region_of(*n), exec::is_random(*n));
+    }
+    meta.recompute = decision;
+    ++tagged;
+  }
+  check::PassResult result;
+  result.stats["tagged_nodes"] = tagged;
+  result.stats["layer_boundary_saves"] = save_layer_boundaries(graph);
+  int64_t recomputable = 0;
+  for (const ir::Node* n : graph.nodes()) recomputable += ir::is_recomputable(n->meta().recompute);
+  result.stats["recomputable_nodes"] = recomputable;
+  result.changed = graph.hash() != before;
+  return result;
+}
+
+}  // namespace passcheck::passes

@@ -1,0 +1,81 @@
+// remove-b2b-transpose: t(t(x)) -> x and transpose.int(transpose.int(x, a, b), a, b)
+// -> x (the same pair of dimensions in either order, negative dimensions wrapped by
+// the input's rank). The outer transpose's uses go to x; the inner transpose is erased
+// only when nothing else uses it, since other users still need the transposed view.
+#include "passes/cleanup/cleanup_passes.h"
+#include "passes/cleanup/rewrite_util.h"
+
+#include <algorithm>
+
+namespace passcheck::passes {
+
+namespace {
+
+// The wrapped, ordered dimension pair of a transpose.int node; nullopt when a
+// dimension is not a constant or cannot be wrapped without knowing the rank.
+std::optional<std::pair<int64_t, int64_t>> transpose_dims(const ir::Node& n) {
+  detail::IntArg a = detail::int_arg(n, 1, std::nullopt);
+  detail::IntArg b = detail::int_arg(n, 2, std::nullopt);
+  if (!a.constant || !b.constant || !a.value || !b.value) return std::nullopt;
+  int64_t d0 = *a.value, d1 = *b.value;
+  if (d0 < 0 || d1 < 0) {
+    const ir::Value* in = detail::self_operand(n);
+    if (in == nullptr || !in->meta()) return std::nullopt;
+    int64_t rank = static_cast<int64_t>(in->meta()->sizes.size());
+    auto w0 = detail::wrap_dim(d0, rank), w1 = detail::wrap_dim(d1, rank);
+    if (!w0 || !w1) return std::nullopt;
+    d0 = *w0;
+    d1 = *w1;
+  }
+  return std::make_pair(std::min(d0, d1), std::max(d0, d1));
+}
+
+// The x of op(op(x)) when `outer` undoes its producer, else null.
+ir::Value* undone_input(const ir::Node& outer) {
+  ir::Value* mid = detail::self_operand(outer);
+  if (mid == nullptr || mid->is_graph_input()) return nullptr;
+  const ir::Node& inner = *mid->producer();
+  if (inner.op() != outer.op() || inner.num_outputs() != 1) return nullptr;
+  ir::Value* x = detail::self_operand(inner);
+  if (x == nullptr) return nullptr;
+  if (outer.op() == "aten::t") return outer.num_args() == 1 && inner.num_args() == 1 ? x : nullptr;
+  auto outer_dims = transpose_dims(outer), inner_dims = transpose_dims(inner);
+  if (!outer_dims || !inner_dims || *outer_dims != *inner_dims) return nullptr;
+  return x;
+}
+
+}  // namespace
+
+check::PassInfo remove_b2b_transpose_pass_info() {
+  check::PassInfo info;
+  info.name = "remove-b2b-transpose";
+  info.summary = "Replace t(t(x)) and transpose(transpose(x, a, b), a, b) with x";
+  info.numerics = check::NumericsEffect::Preserves;
+  info.idempotent = true;
+  return info;
+}
+
+check::PassResult remove_b2b_transpose_pass(ir::Graph& graph, const check::PassOptions&) {
+  int64_t erased = 0, rewired = 0;
+  // In order, so t(t(t(t(x)))) collapses fully in one run: once the second t is
+  // forwarded to x, the fourth sees t(t(x)) again.
+  for (ir::Node* n : graph.nodes()) {
+    if ((n->op() != "aten::t" && n->op() != "aten::transpose.int") || n->num_outputs() != 1) continue;
+    ir::Value* x = undone_input(*n);
+    if (x == nullptr) continue;
+    ir::Node* inner = detail::self_operand(*n)->producer();
+    rewired += detail::forward_and_erase(graph, n, x);
+    ++erased;
+    if (!inner->has_users()) {
+      graph.erase(inner);
+      ++erased;
+    }
+  }
+  check::PassResult result;
+  result.changed = erased > 0;
+  result.stats["erased_nodes"] = erased;
+  result.stats["rewired_uses"] = rewired;
+  return result;
+}
+
+}  // namespace passcheck::passes

@@ -1,0 +1,51 @@
+// Small rewriting helpers the cleanup passes share: reading constant schema arguments
+// (with schema defaults for omitted trailing ones) and forwarding a single-output node
+// to a value it is equivalent to.
+#pragma once
+
+#include "framework/ir/graph.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace passcheck::passes::detail {
+
+/// What an Int-or-None schema argument holds, when it is a constant.
+struct IntArg {
+  bool constant = false;  ///< false when it is a graph value (symbolic) or another kind
+  std::optional<int64_t> value;  ///< nullopt for None
+};
+
+/// Argument `i` of `node` as an Int-or-None constant; `fallback` when omitted.
+inline IntArg int_arg(const ir::Node& node, size_t i, std::optional<int64_t> fallback) {
+  if (i >= node.num_args()) return {true, fallback};
+  const ir::Arg& a = node.arg(i);
+  if (a.kind == ir::Arg::Kind::None) return {true, std::nullopt};
+  if (a.kind == ir::Arg::Kind::Int) return {true, a.i};
+  return {false, std::nullopt};
+}
+
+/// Tensor operand in argument 0 (the `self` of every op the cleanup passes rewrite).
+inline ir::Value* self_operand(const ir::Node& node) {
+  if (node.num_args() == 0 || !node.arg(0).is_value()) return nullptr;
+  return node.arg(0).value;
+}
+
+/// Dimension `dim` wrapped into [0, rank), or nullopt when out of range.
+inline std::optional<int64_t> wrap_dim(int64_t dim, int64_t rank) {
+  int64_t d = dim < 0 ? dim + rank : dim;
+  if (d < 0 || d >= rank) return std::nullopt;
+  return d;
+}
+
+/// Sends every use of `node`'s single output to `replacement` and erases `node`.
+/// Returns the number of uses rewired.
+inline int64_t forward_and_erase(ir::Graph& graph, ir::Node* node, ir::Value* replacement) {
+  ir::Value* out = node->output(0);
+  int64_t uses = static_cast<int64_t>(out->uses().size());
+  out->replace_all_uses_with(replacement);
+  graph.erase(node);
+  return uses;
+}
+
+}  // namespace passcheck::passes::detail

@@ -1,0 +1,26 @@
+// The built-in pass registry: PassRegistry::global() and register_builtin_passes().
+// They live here rather than in framework/check so that the framework does not depend
+// on the passes; anything that uses the global registry links passcheck_passes.
+#include "framework/check/pass.h"
+#include "passes/ac/ac_passes.h"
+#include "passes/cleanup/cleanup_passes.h"
+
+namespace passcheck::check {
+
+void register_builtin_passes(PassRegistry& registry) {
+  passes::register_cleanup_passes(registry);
+  passes::register_ac_passes(registry);
+}
+
+PassRegistry& PassRegistry::global() {
+  // Function-local static: built on first use, after every static initializer, and
+  // thread-safe to initialize.
+  static PassRegistry registry = [] {
+    PassRegistry r;
+    register_builtin_passes(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace passcheck::check
