@@ -122,10 +122,9 @@ std::string mib(int64_t bytes) {
   return buf;
 }
 
-std::string stat_or_dash(const std::map<std::string, int64_t>& stats, const std::string& key, bool bytes = false) {
+std::string stat_or_dash(const std::map<std::string, int64_t>& stats, const std::string& key) {
   auto it = stats.find(key);
-  if (it == stats.end()) return "-";
-  return bytes ? mib(it->second) : std::to_string(it->second);
+  return it == stats.end() ? "-" : std::to_string(it->second);
 }
 
 // The eager oracle's checkpointing: "none", a policy name, or "auto" (mirror the AC
@@ -170,23 +169,25 @@ std::string describe_eager_checkpoint(const std::optional<oracles::EagerCheckpoi
   return config ? oracles::describe(*config) : "none";
 }
 
-// One row per pass: what it did to the graph and to the estimated peak.
-std::string format_pass_table(const std::vector<check::PassRecord>& records, const std::vector<int64_t>& peaks,
-                              size_t traced_nodes) {
+// One row per pass: what it did to the graph, to the estimated peak and to the bytes
+// held from the forward into the backward (the activations a checkpointing pass frees).
+std::string format_pass_table(const std::vector<check::PassRecord>& records,
+                              const std::vector<check::MemoryEstimate>& estimates, size_t traced_nodes) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-36s %7s %7s %-8s %-11s %-13s %-13s %s\n", "pass", "nodes", "delta", "changed",
-                "recomputed", "saved", "est. peak", "verifier");
+  std::snprintf(line, sizeof line, "%-36s %7s %7s %-8s %-11s %-13s %-15s %s\n", "pass", "nodes", "delta", "changed",
+                "recomputed", "est. peak", "held fwd->bwd", "verifier");
   out += line;
-  std::snprintf(line, sizeof line, "%-36s %7zu %7s %-8s %-11s %-13s %-13s %s\n", "(traced graph)", traced_nodes, "",
-                "", "", "", mib(peaks.at(0)).c_str(), "ok");
+  std::snprintf(line, sizeof line, "%-36s %7zu %7s %-8s %-11s %-13s %-15s %s\n", "(traced graph)", traced_nodes, "", "",
+                "", mib(estimates.at(0).peak_bytes).c_str(), mib(estimates.at(0).live_at_backward_start).c_str(), "ok");
   out += line;
   for (size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
-    std::snprintf(line, sizeof line, "%-36s %7zu %+7lld %-8s %-11s %-13s %-13s %s\n", r.pass.c_str(), r.nodes_after,
+    std::snprintf(line, sizeof line, "%-36s %7zu %+7lld %-8s %-11s %-13s %-15s %s\n", r.pass.c_str(), r.nodes_after,
                   static_cast<long long>(r.nodes_after) - static_cast<long long>(r.nodes_before),
                   r.changed ? "yes" : "no", stat_or_dash(r.stats, "recomputed_nodes").c_str(),
-                  stat_or_dash(r.stats, "saved_bytes", true).c_str(), mib(peaks.at(i + 1)).c_str(), "ok");
+                  mib(estimates.at(i + 1).peak_bytes).c_str(), mib(estimates.at(i + 1).live_at_backward_start).c_str(),
+                  "ok");
     out += line;
   }
   return out;
@@ -211,18 +212,18 @@ int run_check(const CheckArgs& args) {
     if (!args.pipeline.empty()) pipeline = check::Pipeline::parse(args.pipeline);
     options.eager_checkpoint = eager_checkpoint_for(args.eager_ac, pipeline);
     std::vector<check::PassRecord> records;
-    std::vector<int64_t> estimated_peaks;
+    std::vector<check::MemoryEstimate> estimates;
     size_t traced_nodes = 0;
     std::string pass_failure;
     if (pipeline) {
       options.transform = [&](trace::TracedProgram& program) {
         ir::Graph& graph = program.mutable_graph();
         traced_nodes = graph.num_nodes();
-        estimated_peaks.push_back(check::estimate_memory(graph).peak_bytes);
+        estimates.push_back(check::estimate_memory(graph));
         check::PipelineOptions popts;
         int dump_index = 0;
         popts.dump = [&](const std::string& when, const std::string& pass, const ir::Graph& g) {
-          if (when == "after") estimated_peaks.push_back(check::estimate_memory(g).peak_bytes);
+          if (when == "after") estimates.push_back(check::estimate_memory(g));
           if (args.dump_dir.empty()) return;
           char name[64];
           std::snprintf(name, sizeof name, "/%02d-%s-", when == "before" ? dump_index : dump_index++, when.c_str());
@@ -236,7 +237,9 @@ int run_check(const CheckArgs& args) {
       report = oracles::run_traced_vs_eager(options);
     } catch (const check::PassFailure& failure) {
       std::cout << "passcheck check: pipeline " << pipeline->str() << "\n";
-      std::cout << "FAILED " << failure.what() << "\n";
+      std::cout << "verdict: FAILED after " << failure.pass() << ": "
+                << std::string(failure.what()).substr(std::string("failed after ").size() + failure.pass().size() + 2)
+                << "\n";
       return 1;
     }
     std::cout << "passcheck check: traced vs eager, " << args.steps << " steps, optimizer " << args.optimizer
@@ -244,7 +247,7 @@ int run_check(const CheckArgs& args) {
     if (pipeline) {
       std::cout << "pipeline: " << pipeline->str() << "\n";
       std::cout << "eager oracle checkpointing: " << describe_eager_checkpoint(options.eager_checkpoint) << "\n";
-      std::cout << format_pass_table(records, estimated_peaks, traced_nodes);
+      std::cout << format_pass_table(records, estimates, traced_nodes);
     }
     std::cout << report.format();
     if (args.verbose)

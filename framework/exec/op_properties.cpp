@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace passcheck::exec {
 
@@ -27,6 +28,7 @@ struct OpProperties {
   bool side_effects = false;
   bool uninitialized_allocation = false;
   bool async_assert = false;
+  std::vector<size_t> written_args;  // schema argument positions the op writes
 };
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
@@ -77,8 +79,13 @@ OpProperties compute(const ir::Node& node) {
   if (op) {
     p.known = true;
     const c10::FunctionSchema& schema = op->schema();
-    for (const c10::Argument& a : schema.arguments())
-      if (a.alias_info() && a.alias_info()->isWrite()) p.mutating = true;
+    for (size_t i = 0; i < schema.arguments().size(); ++i) {
+      const c10::Argument& a = schema.arguments()[i];
+      if (a.alias_info() && a.alias_info()->isWrite()) {
+        p.mutating = true;
+        p.written_args.push_back(i);
+      }
+    }
     for (const c10::Argument& r : schema.returns())
       if (r.alias_info()) p.aliases_input = true;
     p.random = op->hasTag(at::Tag::nondeterministic_seeded) || is_random_by_name(base);
@@ -118,5 +125,14 @@ bool is_collective(const ir::Node& node) { return properties(node).collective; }
 bool has_side_effects(const ir::Node& node) { return properties(node).side_effects; }
 bool is_uninitialized_allocation(const ir::Node& node) { return properties(node).uninitialized_allocation; }
 bool is_async_assert(const ir::Node& node) { return properties(node).async_assert; }
+
+std::optional<std::vector<ir::Value*>> written_values(const ir::Node& node) {
+  const OpProperties& p = properties(node);
+  if (!p.known) return std::nullopt;
+  std::vector<ir::Value*> out;
+  for (size_t i : p.written_args)
+    if (i < node.num_args()) node.arg(i).for_each_value([&](ir::Value* v) { out.push_back(v); });
+  return out;
+}
 
 }  // namespace passcheck::exec

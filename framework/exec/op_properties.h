@@ -5,6 +5,9 @@
 
 #include "framework/ir/graph.h"
 
+#include <optional>
+#include <vector>
+
 namespace passcheck::exec {
 
 /// The operator writes one of its inputs (in-place or out= form).
@@ -21,5 +24,8 @@ bool has_side_effects(const ir::Node& node);
 bool is_uninitialized_allocation(const ir::Node& node);
 /// Asynchronous asserts: pure for dead-code elimination.
 bool is_async_assert(const ir::Node& node);
+/// The values the operator writes (in-place and out= arguments); nullopt for an
+/// operator the dispatcher does not know (assume it may write anything).
+std::optional<std::vector<ir::Value*>> written_values(const ir::Node& node);
 
 }  // namespace passcheck::exec

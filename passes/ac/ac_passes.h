@@ -37,6 +37,12 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
 /// Returns how many nodes changed.
 int64_t save_layer_boundaries(ir::Graph& graph);
 
+/// A node that must run exactly once, in the forward: side effects other than writing a
+/// fresh value (generator-state ops, prints), or an in-place write whose target is (a
+/// view of) a graph input such as a buffer. Tagging makes these MUST_SAVE and
+/// rematerialization never duplicates them.
+bool must_stay_in_forward(const ir::Node& node);
+
 void register_ac_passes(check::PassRegistry& registry);
 
 }  // namespace passcheck::passes

@@ -44,7 +44,9 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
     if (meta.phase != ir::Phase::Forward) continue;
     std::optional<int64_t> layer = meta.ac_region_id ? meta.ac_region_id : check::layer_of(meta.module_fqn);
     if (!layer) continue;  // only transformer blocks are checkpointed
-    if (per_op) {
+    if (must_stay_in_forward(*n)) {
+      meta.recompute = ir::RecomputePolicy::MustSave;
+    } else if (per_op) {
       meta.recompute = op_policy.decide(n->op_base(), meta.module_fqn, layer, exec::is_random(*n));
     } else if (*layer % *every_nth == 0) {
       meta.recompute = exec::is_random(*n) ? ir::RecomputePolicy::MustSave : ir::RecomputePolicy::MustRecompute;

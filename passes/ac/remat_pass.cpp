@@ -31,7 +31,7 @@ namespace {
 const RematBehaviour* g_behaviour = nullptr;  // set for the duration of remat_pass_with
 
 bool is_forward_recomputable(const ir::Node& n) {
-  if (n.meta().phase == ir::Phase::Backward) return false;
+  if (n.meta().phase == ir::Phase::Backward || must_stay_in_forward(n)) return false;
   if (!g_behaviour->honour_prefer_recompute) return n.meta().recompute == ir::RecomputePolicy::MustRecompute;
   return ir::is_recomputable(n.meta().recompute);
 }
@@ -153,6 +153,7 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
           graph.create("passcheck::swap_rng_state", {ir::Arg::of(saved_state), ir::Arg::dev(device)}, anchor);
       swap_in->meta().phase = ir::Phase::Backward;
       swap_in->meta().module_fqn = t->meta().module_fqn;
+      swap_in->meta().ac_region_id = t->meta().ac_region_id;
       swap_in->meta().custom["recomputed_from"] = t->output(0)->name();
       previous_state = swap_in->add_output(ir::ValueType::Tensor, std::nullopt, t->output(0)->name() + "_rng_prev");
       ++rng_replays;
@@ -215,7 +216,7 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
   result.changed = true;
   result.stats["recomputed_nodes"] = static_cast<int64_t>(targets.size()) + extra_duplicates;
   result.stats["erased_originals"] = erased;
-  result.stats["saved_bytes"] = freed_bytes;
+  result.stats["erased_bytes"] = freed_bytes;
   result.stats["rng_replays"] = rng_replays;
   return result;
 }

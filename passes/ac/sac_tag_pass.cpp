@@ -1,7 +1,8 @@
 // sac-tag: recompute policy for every forward node, in graph order:
 //   1. backward nodes are skipped (no tag);
 //   2. nodes whose module FQN starts with a skipped prefix ("lm_head", "loss") too;
-//   3. forced-save nodes (custom "force_save" = "1") are MUST_SAVE;
+//   3. forced-save nodes (custom "force_save" = "1") and nodes that must run once in
+//      the forward (side effects, writes to graph inputs) are MUST_SAVE;
 //   4. wait_tensor copies the tag of its producer;
 //   5. nodes producing a symbolic integer are MUST_SAVE;
 //   6. otherwise the policy decides (framework/check/ac_policy.h).
@@ -38,6 +39,20 @@ std::vector<check::OpSelector> parse_selectors(const std::vector<std::string>& t
 }
 
 }  // namespace
+
+bool must_stay_in_forward(const ir::Node& node) {
+  if (!exec::has_side_effects(node)) return false;
+  if (!exec::is_mutating(node)) return true;
+  auto written = exec::written_values(node);
+  if (!written) return true;
+  for (const ir::Value* v : *written) {
+    // Follow views and in-place results back to the storage's creator.
+    while (v->producer() && exec::aliases_input(*v->producer()) && v->producer()->num_operands() > 0)
+      v = v->producer()->operand(0);
+    if (v->is_graph_input() || (v->producer() && must_stay_in_forward(*v->producer()))) return true;
+  }
+  return false;
+}
 
 int64_t save_layer_boundaries(ir::Graph& graph) {
   int64_t upgraded = 0;
@@ -80,7 +95,7 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
     for (const auto& prefix : skipped) skip |= has_prefix_component(meta.module_fqn, prefix);
     if (skip) continue;
     ir::RecomputePolicy decision;
-    if (meta.custom.count("force_save") && meta.custom.at("force_save") == "1") {
+    if ((meta.custom.count("force_save") && meta.custom.at("force_save") == "1") || must_stay_in_forward(*n)) {
       decision = ir::RecomputePolicy::MustSave;
     } else if (n->op_base() == "wait_tensor" && n->num_operands() > 0 && n->operand(0)->producer()) {
       decision = n->operand(0)->producer()->meta().recompute;

@@ -17,6 +17,8 @@
 #include "passes/cleanup/cleanup_passes.h"
 
 #include <ATen/ATen.h>
+#include "suites/support/pass_oracle.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -665,21 +667,7 @@ const TracedModel& traced(const std::string& name) {
 // Returns the first run's records.
 std::vector<PassRecord> expect_preserves(const std::string& model, const std::string& pipeline) {
   const TracedModel& m = traced(model);
-  std::unique_ptr<ir::Graph> g = m.graph->clone();
-  std::vector<PassRecord> records = Pipeline::parse(pipeline).run(*g);
-  for (const PassRecord& r : Pipeline::parse(pipeline).run(*g))
-    EXPECT_FALSE(r.changed) << model << ": " << r.pass << " changed the graph on a second run";
-  EXPECT_TRUE(check::verify_graph(*g).empty());
-  exec::ExecutorOptions options;
-  options.check_metadata = true;
-  std::vector<c10::IValue> out = exec::Executor(*g, options).run(m.inputs);
-  EXPECT_EQ(out.size(), m.reference.size());
-  for (size_t i = 0; i < out.size() && i < m.reference.size(); ++i) {
-    check::TensorComparison c =
-        check::compare_bitwise("output " + std::to_string(i), m.reference[i].toTensor(), out[i].toTensor());
-    EXPECT_TRUE(c.equal) << model << " after " << pipeline << ": " << c.describe();
-  }
-  return records;
+  return testing::expect_pass_preserves(*m.graph, m.inputs, pipeline);
 }
 
 class CleanupOnModels : public ::testing::TestWithParam<std::string> {};

@@ -72,8 +72,39 @@ TEST(Cli, UnknownOptionAndOptimizerAreErrors) {
   EXPECT_NE(optimizer.output.find("unknown optimizer 'lion' (known: sgd, adam)"), std::string::npos) << optimizer.output;
 }
 
+TEST(Cli, PassesPrintsTheCatalogue) {
+  auto r = run_command(cli("passes"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* pass : {"dce", "cse", "canonicalize", "sac-tag", "remat"})
+    EXPECT_NE(r.output.find(std::string(pass) + "\n"), std::string::npos) << pass;
+  EXPECT_NE(r.output.find("policy (default: default; choices: default, eager, full, op)"), std::string::npos) << r.output;
+}
+
+TEST(Cli, CheckWithAPipelinePrintsEveryPassAndTheVerdict) {
+  auto r = run_command(cli("check --model two_matmul --steps 2 --pipeline \"dce,canonicalize,ac-regions\""));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pipeline: dce,canonicalize,ac-regions"), std::string::npos) << r.output;
+  for (const char* column : {"nodes", "recomputed", "est. peak", "held fwd->bwd", "verifier"})
+    EXPECT_NE(r.output.find(column), std::string::npos) << column;
+  EXPECT_NE(r.output.find("(traced graph)"), std::string::npos);
+  EXPECT_NE(r.output.find("verdict: BITWISE EQUAL"), std::string::npos);
+}
+
+TEST(Cli, APipelineSyntaxErrorNamesTheColumn) {
+  auto r = run_command(cli("check --model mlp --pipeline \"dce,sac-tag{policy=eager\""));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("column 25: expected ',' or '}' in the options of 'sac-tag'"), std::string::npos) << r.output;
+}
+
+TEST(Cli, AFailingPassIsReportedAsFailedAfterIt) {
+  // remat refuses a dropout tagged recomputable: the check fails with exit code 1.
+  auto r = run_command(cli("check --model dropout_mlp --steps 1 --pipeline \"ac-regions,sac-tag,remat\""));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("verdict: FAILED after remat: the pass threw: remat:"), std::string::npos) << r.output;
+}
+
 TEST(Cli, EverySubcommandHasHelp) {
-  for (const std::string sub : {"trace", "run", "check", "bench", "models"}) {
+  for (const std::string sub : {"trace", "run", "check", "bench", "models", "passes"}) {
     auto r = run_command(cli(sub + " --help"));
     EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.output;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << sub;
