@@ -9,6 +9,7 @@
 // mutating or side-effecting node forgets every candidate seen so far, and a
 // candidate whose result (or a view of it) is later written is not merged into.
 #include "passes/cleanup/cleanup_passes.h"
+#include "passes/cleanup/rewrite_util.h"
 
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
@@ -98,11 +99,7 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions&) {
     graph.erase(n);
     ++erased;
   }
-  check::PassResult result;
-  result.changed = erased > 0;
-  result.stats["erased_nodes"] = erased;
-  result.stats["rewired_uses"] = rewired;
-  return result;
+  return detail::rewrite_result(erased, rewired);
 }
 
 }  // namespace passcheck::passes

@@ -71,11 +71,7 @@ check::PassResult remove_b2b_transpose_pass(ir::Graph& graph, const check::PassO
       ++erased;
     }
   }
-  check::PassResult result;
-  result.changed = erased > 0;
-  result.stats["erased_nodes"] = erased;
-  result.stats["rewired_uses"] = rewired;
-  return result;
+  return detail::rewrite_result(erased, rewired);
 }
 
 }  // namespace passcheck::passes

@@ -16,19 +16,9 @@ check::PassInfo remove_detach_pass_info() {
 }
 
 check::PassResult remove_detach_pass(ir::Graph& graph, const check::PassOptions&) {
-  int64_t erased = 0, rewired = 0;
-  for (ir::Node* n : graph.nodes()) {
-    if (n->op() != "aten::detach" || n->num_outputs() != 1) continue;
-    ir::Value* in = detail::self_operand(*n);
-    if (in == nullptr) continue;
-    rewired += detail::forward_and_erase(graph, n, in);
-    ++erased;
-  }
-  check::PassResult result;
-  result.changed = erased > 0;
-  result.stats["erased_nodes"] = erased;
-  result.stats["rewired_uses"] = rewired;
-  return result;
+  return detail::forward_nodes(graph, [](ir::Node& n) -> ir::Value* {
+    return n.op() == "aten::detach" ? detail::self_operand(n) : nullptr;
+  });
 }
 
 }  // namespace passcheck::passes

@@ -40,19 +40,11 @@ check::PassInfo remove_identity_slice_pass_info() {
 }
 
 check::PassResult remove_identity_slice_pass(ir::Graph& graph, const check::PassOptions&) {
-  int64_t erased = 0, rewired = 0;
-  for (ir::Node* n : graph.nodes()) {
-    if (n->op() != "aten::slice.Tensor" || n->num_outputs() != 1) continue;
-    ir::Value* in = detail::self_operand(*n);
-    if (in == nullptr || !is_identity_slice(*n, in)) continue;
-    rewired += detail::forward_and_erase(graph, n, in);
-    ++erased;
-  }
-  check::PassResult result;
-  result.changed = erased > 0;
-  result.stats["erased_nodes"] = erased;
-  result.stats["rewired_uses"] = rewired;
-  return result;
+  return detail::forward_nodes(graph, [](ir::Node& n) -> ir::Value* {
+    if (n.op() != "aten::slice.Tensor") return nullptr;
+    ir::Value* in = detail::self_operand(n);
+    return in != nullptr && is_identity_slice(n, in) ? in : nullptr;
+  });
 }
 
 }  // namespace passcheck::passes

@@ -48,19 +48,11 @@ check::PassInfo remove_identity_view_pass_info() {
 }
 
 check::PassResult remove_identity_view_pass(ir::Graph& graph, const check::PassOptions&) {
-  int64_t erased = 0, rewired = 0;
-  for (ir::Node* n : graph.nodes()) {
-    if (!is_view_like(n->op()) || n->num_outputs() != 1) continue;
-    ir::Value* in = detail::self_operand(*n);
-    if (in == nullptr || !is_identity(*n, in)) continue;
-    rewired += detail::forward_and_erase(graph, n, in);
-    ++erased;
-  }
-  check::PassResult result;
-  result.changed = erased > 0;
-  result.stats["erased_nodes"] = erased;
-  result.stats["rewired_uses"] = rewired;
-  return result;
+  return detail::forward_nodes(graph, [](ir::Node& n) -> ir::Value* {
+    if (!is_view_like(n.op())) return nullptr;
+    ir::Value* in = detail::self_operand(n);
+    return in != nullptr && is_identity(n, in) ? in : nullptr;
+  });
 }
 
 }  // namespace passcheck::passes

@@ -3,9 +3,11 @@
 // to a value it is equivalent to.
 #pragma once
 
+#include "framework/check/pass.h"
 #include "framework/ir/graph.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 namespace passcheck::passes::detail {
@@ -46,6 +48,31 @@ inline int64_t forward_and_erase(ir::Graph& graph, ir::Node* node, ir::Value* re
   out->replace_all_uses_with(replacement);
   graph.erase(node);
   return uses;
+}
+
+/// Result of a rewrite that erased `erased` nodes and rewired `rewired` uses.
+inline check::PassResult rewrite_result(int64_t erased, int64_t rewired) {
+  check::PassResult result;
+  result.changed = erased > 0;
+  result.stats["erased_nodes"] = erased;
+  result.stats["rewired_uses"] = rewired;
+  return result;
+}
+
+/// The shape of every "x-op(x) is just x" rewrite: each single-output node for which
+/// `replacement_for` returns a value (it sees nodes in order, so a chain collapses in
+/// one run) is forwarded to that value and erased. Reports changed, erased_nodes and
+/// rewired_uses.
+inline check::PassResult forward_nodes(ir::Graph& graph, const std::function<ir::Value*(ir::Node&)>& replacement_for) {
+  int64_t erased = 0, rewired = 0;
+  for (ir::Node* n : graph.nodes()) {
+    if (n->num_outputs() != 1) continue;
+    ir::Value* replacement = replacement_for(*n);
+    if (replacement == nullptr) continue;
+    rewired += forward_and_erase(graph, n, replacement);
+    ++erased;
+  }
+  return rewrite_result(erased, rewired);
 }
 
 }  // namespace passcheck::passes::detail
