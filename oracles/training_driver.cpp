@@ -101,8 +101,16 @@ std::vector<at::Tensor> eager_step(models::TrainingSubject& subject, const std::
 trace::TracedProgram trace_subject(models::TrainingSubject& subject, const std::vector<c10::IValue>& example_args,
                                    bool on_meta) {
   if (!on_meta) {
-    return trace::trace_step({{"", subject.module()}},
-                             [&](const std::vector<c10::IValue>& args) { return subject.train_step(args); }, example_args);
+    // Tracing runs the step for real, so in-place buffer updates (running statistics)
+    // would leave the traced copy one step ahead of its eager twin: put them back.
+    std::vector<std::pair<at::Tensor, at::Tensor>> saved;
+    for (const at::Tensor& b : subject.module()->buffers(true)) saved.emplace_back(b, b.clone());
+    trace::TracedProgram program = trace::trace_step(
+        {{"", subject.module()}}, [&](const std::vector<c10::IValue>& args) { return subject.train_step(args); },
+        example_args);
+    torch::NoGradGuard no_grad;
+    for (auto& [live, copy] : saved) live.copy_(copy);
+    return program;
   }
   models::SubjectOptions meta_options = subject.options();
   meta_options.device = c10::Device(c10::DeviceType::Meta);
@@ -121,8 +129,13 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
   if (options.steps < 1) throw std::invalid_argument("--steps must be at least 1");
   DriverReport report;
   report.model = options.model;
-  auto eager = models::make_subject(options.model, options.subject);
-  auto traced = models::make_subject(options.model, options.subject);
+  if (options.make_subject && options.trace_on_meta)
+    throw std::invalid_argument("trace_on_meta needs a named model, not a make_subject factory");
+  auto build = [&] {
+    return options.make_subject ? options.make_subject() : models::make_subject(options.model, options.subject);
+  };
+  auto eager = build();
+  auto traced = build();
 
   auto t0 = std::chrono::steady_clock::now();
   trace::TracedProgram program = trace_subject(*traced, traced->batch(0), options.trace_on_meta);
@@ -139,7 +152,7 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
   for (const auto& item : eager->module()->named_buffers(true)) buffer_names.push_back(item.key());
   auto eager_opt = make_optimizer(options.optimizer, eager->module()->parameters(true), options.learning_rate);
   auto traced_opt = make_optimizer(options.optimizer, traced->module()->parameters(true), options.learning_rate);
-  c10::Device device = options.subject.device;
+  c10::Device device = traced->options().device;
 
   for (int step = 1; step <= options.steps; ++step) {
     StepReport sr;

@@ -26,6 +26,10 @@ const char* to_string(OptimizerKind kind);
 struct DriverOptions {
   std::string model = "llama3";
   models::SubjectOptions subject;
+  /// When set, builds each of the two subjects instead of models::make_subject(model):
+  /// random programs (generators/program.h) run through the driver this way. It must
+  /// return identical subjects on every call; trace_on_meta is not supported with it.
+  std::function<std::unique_ptr<models::TrainingSubject>()> make_subject;
   int steps = 5;
   OptimizerKind optimizer = OptimizerKind::SGD;
   double learning_rate = 1e-2;

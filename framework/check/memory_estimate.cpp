@@ -13,6 +13,9 @@ MemoryEstimate estimate_memory(const ir::Graph& graph) {
   // Storage ids: 0 = a graph input's storage (never counted); others are created here.
   std::unordered_map<const ir::Value*, int64_t> storage_of;
   std::unordered_map<int64_t, int64_t> bytes_of, holders_of;
+  // Storages written in place by a node that is not recomputable hold saved contents,
+  // whatever allocated them (a dropout mask: empty_like, then a saved bernoulli_).
+  std::unordered_map<int64_t, bool> written_by_saved;
   std::unordered_map<const ir::Value*, const ir::Node*> last_use;
   for (const ir::Node* n : graph.nodes())
     for (const ir::Value* v : n->operands()) last_use[v] = n;
@@ -32,6 +35,17 @@ MemoryEstimate estimate_memory(const ir::Graph& graph) {
     if (!backward_seen && n->meta().phase == ir::Phase::Backward) {
       backward_seen = true;
       est.live_at_backward_start = current;
+      // Storages held now whose creator is a recomputable forward node.
+      std::unordered_map<int64_t, bool> counted;
+      for (const auto& [value, id] : storage_of) {
+        const ir::Node* p = value->producer();
+        if (id == 0 || !p || !ir::is_recomputable(p->meta().recompute) || holders_of[id] == 0 || counted[id] ||
+            written_by_saved[id])
+          continue;
+        if (exec::aliases_input(*p)) continue;  // a view or in-place result: its storage's creator decides
+        counted[id] = true;
+        est.recomputable_live_at_backward_start += bytes_of[id];
+      }
     }
     const bool aliases = exec::aliases_input(*n);
     const ir::Value* first_tensor_input = nullptr;
@@ -45,6 +59,7 @@ MemoryEstimate estimate_memory(const ir::Graph& graph) {
       int64_t id;
       if (aliases && first_tensor_input && storage_of.count(first_tensor_input)) {
         id = storage_of.at(first_tensor_input);
+        if (exec::is_mutating(*n) && !ir::is_recomputable(n->meta().recompute)) written_by_saved[id] = true;
       } else {
         id = next_storage++;
         bytes_of[id] = out->meta() ? out->meta()->nbytes() : 0;

@@ -16,6 +16,9 @@ struct MemoryEstimate {
   const ir::Node* peak_at = nullptr;  ///< node after which the peak is reached
   /// Bytes of forward values still alive when the first backward node runs.
   int64_t live_at_backward_start = 0;
+  /// Of those, the bytes of values whose producer is tagged recomputable: what
+  /// rematerialization promises to stop holding across the boundary.
+  int64_t recomputable_live_at_backward_start = 0;
 };
 
 MemoryEstimate estimate_memory(const ir::Graph& graph);

@@ -59,4 +59,56 @@ int run_bench(const BenchArgs& args);
 
 int run_models();
 
+/// `passcheck fuzz`: generated cases through a pipeline, each in its own process.
+struct FuzzArgs {
+  std::string pipeline;   ///< explicit pipeline, or
+  std::string pass;       ///< one registered pass, run after the passes it needs
+  int64_t cases = 0;      ///< stop after this many cases (0: no limit unless --seconds is 0 too: 100)
+  double seconds = 0;     ///< stop starting cases after this long (0: no limit)
+  uint64_t seed = 1;
+  int jobs = 1;
+  std::string out = "repros";
+  int64_t timeout_ms = 20000;
+  bool mutants = false;
+  bool test_passes = false;
+  /// Stop after this many failures (0: run every case).
+  int64_t max_failures = 0;
+  /// Draw cases from the debug models instead of the program generator.
+  bool models = false;
+  bool minimize = true;
+  double minimize_seconds = 60;
+  /// Differential mode (mutation score): a case counts as a failure only when the same
+  /// pipeline with this pass in place of --pass passes it.
+  std::string baseline_pass;
+};
+int run_fuzz(const FuzzArgs& args);
+
+/// `passcheck repro FILE`: 0 passes, 1 still fails, 2 malformed file or bad options.
+struct ReproArgs {
+  std::string file;
+  std::string pipeline;  ///< replay with this pipeline instead of the file's
+  int64_t timeout_ms = 0;
+};
+int run_repro(const ReproArgs& args);
+
+/// `passcheck minimize FILE`: shrinks the repro's graph further.
+struct MinimizeArgs {
+  std::string file;
+  std::string out;  ///< "" rewrites FILE
+  double seconds = 120;
+  int64_t timeout_ms = 20000;
+};
+int run_minimize(const MinimizeArgs& args);
+
+/// `passcheck capture`: a repro file from a traced debug model (checking in regressions).
+struct CaptureArgs {
+  std::string model = "llama3";
+  std::string pipeline;
+  std::string out;
+  uint64_t seed = 0;
+  bool mutants = false;
+  bool test_passes = false;
+};
+int run_capture(const CaptureArgs& args);
+
 }  // namespace passcheck::cli

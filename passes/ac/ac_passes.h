@@ -8,6 +8,9 @@
 
 #include "framework/check/pass.h"
 
+#include <unordered_map>
+#include <vector>
+
 namespace passcheck::passes {
 
 check::PassResult ac_regions_pass(ir::Graph& graph, const check::PassOptions& options);
@@ -37,11 +40,39 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
 /// Returns how many nodes changed.
 int64_t save_layer_boundaries(ir::Graph& graph);
 
+/// Upgrades recomputable nodes that are unsafe to recompute — in-place writes into saved
+/// storage, reads of a surviving storage written later — to MUST_SAVE, to a fixpoint.
+/// Returns how many changed.
+int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph);
+
 /// A node that must run exactly once, in the forward: side effects other than writing a
 /// fresh value (generator-state ops, prints), or an in-place write whose target is (a
 /// view of) a graph input such as a buffer. Tagging makes these MUST_SAVE and
 /// rematerialization never duplicates them.
 bool must_stay_in_forward(const ir::Node& node);
+
+/// Values written in place somewhere in a graph, by storage root (through views and
+/// in-place results), with the writing nodes. A node reading such a root before one of
+/// its writers must not be recomputed later: the recomputation would read the written
+/// value (e.g. x + running_mean recomputed after running_mean.mul_(0.9)).
+class MutationIndex {
+ public:
+  explicit MutationIndex(const ir::Graph& graph);
+  /// True when some operand of `node` is written in place after `node` in a storage a
+  /// recomputation would not create afresh (a graph input, or a saved value).
+  bool reads_value_written_later(const ir::Node& node) const;
+
+ private:
+  std::unordered_map<const ir::Value*, std::vector<const ir::Node*>> writers_;
+};
+
+/// An in-place node whose written storage would not be recreated by recomputation (its
+/// chain of in-place producers reaches a saved node or a graph input): its duplicate
+/// would write the saved value a second time (e.g. dividing a saved dropout mask again).
+bool writes_saved_storage(const ir::Node& node);
+
+/// The storage root of a value: follows views and in-place results to their source.
+const ir::Value* storage_root(const ir::Value* v);
 
 void register_ac_passes(check::PassRegistry& registry);
 

@@ -38,13 +38,14 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
 
   uint64_t before = graph.hash();
   check::AcPolicy op_policy(check::AcPolicyKind::Op);
+  MutationIndex mutations(graph);
   int64_t tagged = 0;
   for (ir::Node* n : graph.nodes()) {
     ir::NodeMeta& meta = n->meta();
     if (meta.phase != ir::Phase::Forward) continue;
     std::optional<int64_t> layer = meta.ac_region_id ? meta.ac_region_id : check::layer_of(meta.module_fqn);
     if (!layer) continue;  // only transformer blocks are checkpointed
-    if (must_stay_in_forward(*n)) {
+    if (must_stay_in_forward(*n) || mutations.reads_value_written_later(*n)) {
       meta.recompute = ir::RecomputePolicy::MustSave;
     } else if (per_op) {
       meta.recompute = op_policy.decide(n->op_base(), meta.module_fqn, layer, exec::is_random(*n));
@@ -58,6 +59,7 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
   check::PassResult result;
   result.stats["tagged_nodes"] = tagged;
   result.stats["layer_boundary_saves"] = save_layer_boundaries(graph);
+  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph);
   result.changed = graph.hash() != before;
   return result;
 }

@@ -29,9 +29,11 @@ namespace passcheck::passes {
 namespace {
 
 const RematBehaviour* g_behaviour = nullptr;  // set for the duration of remat_pass_with
+const MutationIndex* g_mutations = nullptr;   // likewise
 
 bool is_forward_recomputable(const ir::Node& n) {
   if (n.meta().phase == ir::Phase::Backward || must_stay_in_forward(n)) return false;
+  if (g_mutations->reads_value_written_later(n) || writes_saved_storage(n)) return false;
   if (!g_behaviour->honour_prefer_recompute) return n.meta().recompute == ir::RecomputePolicy::MustRecompute;
   return ir::is_recomputable(n.meta().recompute);
 }
@@ -66,10 +68,17 @@ check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options
 }
 
 check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& options, const RematBehaviour& behaviour) {
+  MutationIndex mutations(graph);
   struct Scope {
-    explicit Scope(const RematBehaviour* b) { g_behaviour = b; }
-    ~Scope() { g_behaviour = nullptr; }
-  } scope(&behaviour);
+    Scope(const RematBehaviour* b, const MutationIndex* m) {
+      g_behaviour = b;
+      g_mutations = m;
+    }
+    ~Scope() {
+      g_behaviour = nullptr;
+      g_mutations = nullptr;
+    }
+  } scope(&behaviour, &mutations);
   const bool replay_rng = options.get("rng") == "replay";
   std::vector<ir::Node*> nodes = graph.node_list();
 
@@ -88,8 +97,10 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
 
   // 3.
   size_t start = 0;
+  // Backward nodes inherit their forward node's FQN, so only forward and loss nodes
+  // mark where the loss computation ends.
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (is_loss_or_head(nodes[i]->meta().module_fqn)) start = i + 1;
+    if (nodes[i]->meta().phase != ir::Phase::Backward && is_loss_or_head(nodes[i]->meta().module_fqn)) start = i + 1;
   std::vector<std::vector<ir::Node*>> regions_needing;
   for (size_t i = start; i < nodes.size();) {
     if (nodes[i]->meta().phase != ir::Phase::Backward) {

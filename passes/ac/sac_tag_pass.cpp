@@ -1,8 +1,9 @@
 // sac-tag: recompute policy for every forward node, in graph order:
 //   1. backward nodes are skipped (no tag);
 //   2. nodes whose module FQN starts with a skipped prefix ("lm_head", "loss") too;
-//   3. forced-save nodes (custom "force_save" = "1") and nodes that must run once in
-//      the forward (side effects, writes to graph inputs) are MUST_SAVE;
+//   3. forced-save nodes (custom "force_save" = "1"), nodes that must run once in the
+//      forward (side effects, writes to graph inputs) and nodes reading a value that is
+//      written in place later (a recomputation would read the new value) are MUST_SAVE;
 //   4. wait_tensor copies the tag of its producer;
 //   5. nodes producing a symbolic integer are MUST_SAVE;
 //   6. otherwise the policy decides (framework/check/ac_policy.h).
@@ -40,18 +41,80 @@ std::vector<check::OpSelector> parse_selectors(const std::vector<std::string>& t
 
 }  // namespace
 
+const ir::Value* storage_root(const ir::Value* v) {
+  while (v->producer() && exec::aliases_input(*v->producer()) && v->producer()->num_operands() > 0)
+    v = v->producer()->operand(0);
+  return v;
+}
+
+MutationIndex::MutationIndex(const ir::Graph& graph) {
+  for (const ir::Node* n : graph.nodes()) {
+    if (!exec::is_mutating(*n)) continue;
+    auto written = exec::written_values(*n);
+    if (!written) continue;
+    for (const ir::Value* v : *written) writers_[storage_root(v)].push_back(n);
+  }
+}
+
+bool MutationIndex::reads_value_written_later(const ir::Node& node) const {
+  for (const ir::Value* v : node.operands()) {
+    const ir::Value* root = storage_root(v);
+    // A storage that a recomputation would create afresh (a recomputable producer) is
+    // safe: only storages that survive (inputs, saved values) carry the later write.
+    const ir::Node* creator = root->producer();
+    if (creator && ir::is_recomputable(creator->meta().recompute) && !must_stay_in_forward(*creator)) continue;
+    auto it = writers_.find(root);
+    if (it == writers_.end()) continue;
+    for (const ir::Node* writer : it->second)
+      if (writer != &node && node.is_before(writer)) return true;
+  }
+  return false;
+}
+
+bool writes_saved_storage(const ir::Node& node) {
+  if (!exec::is_mutating(node)) return false;
+  auto written = exec::written_values(node);
+  if (!written) return true;
+  for (const ir::Value* v : *written) {
+    while (true) {
+      const ir::Node* p = v->producer();
+      if (p == nullptr) return true;  // a graph input
+      if (!ir::is_recomputable(p->meta().recompute) || must_stay_in_forward(*p)) return true;
+      if (!exec::aliases_input(*p) || p->num_operands() == 0) break;  // a fresh storage, recomputed
+      v = p->operand(0);
+    }
+  }
+  return false;
+}
+
 bool must_stay_in_forward(const ir::Node& node) {
   if (!exec::has_side_effects(node)) return false;
   if (!exec::is_mutating(node)) return true;
   auto written = exec::written_values(node);
   if (!written) return true;
   for (const ir::Value* v : *written) {
-    // Follow views and in-place results back to the storage's creator.
-    while (v->producer() && exec::aliases_input(*v->producer()) && v->producer()->num_operands() > 0)
-      v = v->producer()->operand(0);
+    v = storage_root(v);
     if (v->is_graph_input() || (v->producer() && must_stay_in_forward(*v->producer()))) return true;
   }
   return false;
+}
+
+int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph) {
+  // Saving a node can make another unsafe to recompute (an in-place write into it, or a
+  // read of it before a later in-place write): repeat to a fixpoint.
+  MutationIndex mutations(graph);
+  int64_t saved = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (ir::Node* n : graph.nodes())
+      if (n->meta().phase != ir::Phase::Backward && ir::is_recomputable(n->meta().recompute) &&
+          (writes_saved_storage(*n) || mutations.reads_value_written_later(*n))) {
+        n->meta().recompute = ir::RecomputePolicy::MustSave;
+        ++saved;
+        changed = true;
+      }
+  }
+  return saved;
 }
 
 int64_t save_layer_boundaries(ir::Graph& graph) {
@@ -87,6 +150,7 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
   std::vector<std::string> skipped = options.get_list("skip");
   uint64_t before = graph.hash();
 
+  MutationIndex mutations(graph);
   int64_t tagged = 0;
   for (ir::Node* n : graph.nodes()) {
     ir::NodeMeta& meta = n->meta();
@@ -95,7 +159,8 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
     for (const auto& prefix : skipped) skip |= has_prefix_component(meta.module_fqn, prefix);
     if (skip) continue;
     ir::RecomputePolicy decision;
-    if ((meta.custom.count("force_save") && meta.custom.at("force_save") == "1") || must_stay_in_forward(*n)) {
+    if ((meta.custom.count("force_save") && meta.custom.at("force_save") == "1") || must_stay_in_forward(*n) ||
+        mutations.reads_value_written_later(*n)) {
       decision = ir::RecomputePolicy::MustSave;
     } else if (n->op_base() == "wait_tensor" && n->num_operands() > 0 && n->operand(0)->producer()) {
       decision = n->operand(0)->producer()->meta().recompute;
@@ -111,6 +176,7 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
   check::PassResult result;
   result.stats["tagged_nodes"] = tagged;
   result.stats["layer_boundary_saves"] = save_layer_boundaries(graph);
+  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph);
   int64_t recomputable = 0;
   for (const ir::Node* n : graph.nodes()) recomputable += ir::is_recomputable(n->meta().recompute);
   result.stats["recomputable_nodes"] = recomputable;

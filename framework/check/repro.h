@@ -1,0 +1,67 @@
+// Repro files: one text file holding everything needed to replay a fuzzing failure
+// without the generator — the passcheck version, the pipeline, the input seed, the
+// property that failed with its message, the replay command, and the graph (the
+// original and, once shrunk, the minimized one) in the text form of
+// docs/graph-format.md. Metadata lines read "#! key: value", which the graph parser
+// skips as comments; docs/reproducing-a-failure.md describes the anatomy.
+#pragma once
+
+#include "framework/check/pass_properties.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace passcheck::check {
+
+/// A malformed repro file; what() reads "<path>:<line>: <message>".
+class ReproError : public std::runtime_error {
+ public:
+  ReproError(const std::string& path, int line, const std::string& message)
+      : std::runtime_error(path + ":" + std::to_string(line) + ": " + message), line_(line) {}
+  int line() const { return line_; }
+
+ private:
+  int line_;
+};
+
+struct Repro {
+  std::string version;          ///< passcheck version that wrote the file
+  std::string status = "pending";  ///< pending, failed, crash, timeout, passed
+  std::string pipeline;         ///< the pipeline text replayed
+  /// Extra pass sets the pipeline needs: "mutants" (suites/mutants), "test" (test-only passes).
+  std::vector<std::string> registries;
+  uint64_t seed = 0;            ///< exec::make_inputs seed
+  int64_t int_high = 2;         ///< exec::InputOptions::int_high
+  std::string case_description; ///< where the graph came from (one line)
+  std::string property;         ///< pass-properties, remat-properties, crash, timeout ("" while pending)
+  std::vector<std::string> messages;  ///< the violations (one line each)
+  std::string original;         ///< graph text as generated
+  std::string minimized;        ///< graph text after shrinking ("" when not minimized)
+  /// The graph a replay runs: the minimized one when present.
+  const std::string& graph_text() const { return minimized.empty() ? original : minimized; }
+};
+
+/// The repro file text; `path` goes into the replay command line.
+std::string format_repro(const Repro& repro, const std::string& path);
+/// Writes atomically (temporary file + rename), so a crash never leaves half a file.
+void write_repro(const std::string& path, const Repro& repro);
+/// Parses repro text; throws ReproError naming the line (graph errors included).
+Repro parse_repro(const std::string& text, const std::string& path = "<repro>");
+/// Reads and parses a repro file; throws ReproError (line 0 when it cannot be opened).
+Repro read_repro(const std::string& path);
+
+/// Whether `pipeline` runs the remat pass or a mutant of it (remat properties apply).
+bool pipeline_has_remat(const std::string& pipeline, const PassRegistry& registry);
+
+/// Runs check_pass_properties (plus check_remat_properties when the pipeline has remat)
+/// on the repro's graph with exec::make_inputs(graph, {seed, int_high}).
+PassPropertyReport replay(const Repro& repro, const PassRegistry& registry);
+/// Same on an explicit graph and pipeline (what the fuzzer and the minimizer run).
+PassPropertyReport check_case(const ir::Graph& graph, const std::string& pipeline, uint64_t seed, int64_t int_high,
+                              const PassRegistry& registry);
+/// Which property family a violation message belongs to.
+std::string property_of(const std::string& violation);
+
+}  // namespace passcheck::check
