@@ -177,8 +177,19 @@ std::string PassInvocation::str() const {
   return out + "}";
 }
 
+const std::map<std::string, std::string>& named_pipelines() {
+  static const std::map<std::string, std::string> pipelines = {
+      // Upstream's default order (DCE, canonicalize, memory-policy tagging, remat),
+      // with random ops replayed rather than refused.
+      {"default", "dce,canonicalize,ac-regions,sac-tag,remat{rng=replay}"},
+      {"cleanup", "dce,canonicalize,cse,dce"},
+  };
+  return pipelines;
+}
+
 std::vector<PassInvocation> parse_pipeline(const std::string& text, const PassRegistry& registry) {
-  return PipelineParser(text, registry).parse();
+  auto named = named_pipelines().find(text);
+  return PipelineParser(named == named_pipelines().end() ? text : named->second, registry).parse();
 }
 
 Pipeline::Pipeline(std::vector<PassInvocation> passes, const PassRegistry& registry)

@@ -6,6 +6,7 @@
 #include "framework/check/pass.h"
 
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,7 +19,11 @@ struct PassInvocation {
   std::string str() const;
 };
 
-/// Parses "a,b{k=v,k2=v2},c". Throws PassConfigError naming the column of a syntax
+/// Named pipelines usable wherever pipeline text is: "default" (upstream's order:
+/// dce, canonicalize, ac-regions, sac-tag, remat{rng=replay}) and "cleanup".
+const std::map<std::string, std::string>& named_pipelines();
+
+/// Parses "a,b{k=v,k2=v2},c" or a named pipeline. Throws PassConfigError naming the column of a syntax
 /// error, an unknown pass (listing the known ones) or a bad option.
 std::vector<PassInvocation> parse_pipeline(const std::string& text, const PassRegistry& registry);
 
