@@ -47,4 +47,12 @@ rc::Gen<T> choose_value(std::vector<std::pair<std::size_t, T>> choices) {
   return choose(std::move(gens));
 }
 
+/// Uniform choice among constants, shrinking towards the first.
+template <typename T>
+rc::Gen<T> choose_value(std::vector<T> values) {
+  std::vector<std::pair<std::size_t, T>> weighted;
+  for (T& v : values) weighted.push_back({1, std::move(v)});
+  return choose_value(std::move(weighted));
+}
+
 }  // namespace passcheck::gen

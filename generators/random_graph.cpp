@@ -6,6 +6,7 @@
 #include "generators/random_graph.h"
 
 #include "framework/ir/text.h"
+#include "generators/choice.h"
 
 #include <cmath>
 #include <limits>
@@ -40,49 +41,6 @@ struct GraphRecipe {
   std::vector<NodeRecipe> nodes;
   std::vector<int64_t> outputs;
 };
-
-// A vector (or map) of at most max_len elements at RapidCheck's default maximum size
-// of 100. Only the length is scaled: elements are generated at the caller's size so
-// that, say, strings inside a short list are not artificially short.
-template <typename Container, typename... Elems>
-rc::Gen<Container> up_to(int max_len, rc::Gen<Elems>... elems) {
-  return rc::gen::withSize([=](int size) {
-    return rc::gen::resize(size * max_len / 100,
-                           rc::gen::container<Container>(rc::gen::resize(size, elems)...));
-  });
-}
-
-// A uniform index in [0, n) that shrinks towards 0. RapidCheck's elementOf and
-// weightedOneOf never shrink their choice, and inRange only reaches the top of its range
-// at the largest sizes, which would hide the later alternatives from most runs.
-rc::Gen<std::size_t> shrinking_index(std::size_t n) {
-  return rc::Gen<std::size_t>([n](const rc::Random& random, int /*size*/) {
-    return rc::shrinkable::shrinkRecur(static_cast<std::size_t>(rc::Random(random).next() % n),
-                                       [](std::size_t i) { return rc::shrink::towards<std::size_t>(i, 0); });
-  });
-}
-
-// Weighted choice that shrinks towards the first alternative, so list the simplest first.
-template <typename T>
-rc::Gen<T> choose(std::vector<std::pair<std::size_t, rc::Gen<T>>> choices) {
-  std::vector<rc::Gen<T>> slots;
-  for (const auto& [weight, gen] : choices) slots.insert(slots.end(), weight, gen);
-  return rc::gen::mapcat(shrinking_index(slots.size()), [slots](std::size_t i) { return slots[i]; });
-}
-
-template <typename T>
-rc::Gen<T> choose_value(std::vector<std::pair<std::size_t, T>> choices) {
-  std::vector<std::pair<std::size_t, rc::Gen<T>>> gens;
-  for (const auto& [weight, value] : choices) gens.push_back({weight, rc::gen::just(value)});
-  return choose(std::move(gens));
-}
-
-template <typename T>
-rc::Gen<T> choose_value(std::vector<T> values) {
-  std::vector<std::pair<std::size_t, T>> weighted;
-  for (T& v : values) weighted.push_back({1, std::move(v)});
-  return choose_value(std::move(weighted));
-}
 
 rc::Gen<int64_t> int_gen() {
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
