@@ -567,26 +567,19 @@ std::string describe(const EagerCheckpointConfig& config) {
   return out;
 }
 
-int64_t EagerCheckpointStats::saved_ops() const {
+namespace {
+// Total of one RegionStats counter over every region.
+int64_t sum_over(const std::vector<RegionStats>& regions, int64_t RegionStats::*field) {
   int64_t n = 0;
-  for (const auto& r : regions) n += r.saved_ops;
+  for (const auto& r : regions) n += r.*field;
   return n;
 }
-int64_t EagerCheckpointStats::saved_bytes() const {
-  int64_t n = 0;
-  for (const auto& r : regions) n += r.saved_bytes;
-  return n;
-}
-int64_t EagerCheckpointStats::replayed_ops() const {
-  int64_t n = 0;
-  for (const auto& r : regions) n += r.replayed_ops;
-  return n;
-}
-int64_t EagerCheckpointStats::rerun_ops() const {
-  int64_t n = 0;
-  for (const auto& r : regions) n += r.rerun_ops;
-  return n;
-}
+}  // namespace
+
+int64_t EagerCheckpointStats::saved_ops() const { return sum_over(regions, &RegionStats::saved_ops); }
+int64_t EagerCheckpointStats::saved_bytes() const { return sum_over(regions, &RegionStats::saved_bytes); }
+int64_t EagerCheckpointStats::replayed_ops() const { return sum_over(regions, &RegionStats::replayed_ops); }
+int64_t EagerCheckpointStats::rerun_ops() const { return sum_over(regions, &RegionStats::rerun_ops); }
 
 struct EagerCheckpointGuard::State {
   EagerCheckpointConfig config;

@@ -40,6 +40,16 @@ void register_ac_mutants(check::PassRegistry& registry) {
   add(m[3], twice);
 }
 
+const check::PassRegistry& registry_with_mutants() {
+  static const check::PassRegistry registry = [] {
+    check::PassRegistry r;
+    check::register_builtin_passes(r);
+    register_ac_mutants(r);
+    return r;
+  }();
+  return registry;
+}
+
 exec::ExecutorOptions executor_with_autograd_on() {
   exec::ExecutorOptions options;
   options.no_grad = false;

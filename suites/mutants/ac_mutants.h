@@ -22,6 +22,8 @@ struct MutantInfo {
 const std::vector<MutantInfo>& ac_mutants();
 /// Adds every AC mutant pass to `registry`.
 void register_ac_mutants(check::PassRegistry& registry);
+/// The built-in passes plus every AC mutant, built once per process.
+const check::PassRegistry& registry_with_mutants();
 
 /// Bug 4: executor options that run the traced graph with autograd recording on.
 exec::ExecutorOptions executor_with_autograd_on();

@@ -10,15 +10,7 @@
 namespace passcheck {
 namespace {
 
-check::PassRegistry& registry_with_mutants() {
-  static check::PassRegistry registry = [] {
-    check::PassRegistry r;
-    check::register_builtin_passes(r);
-    mutants::register_ac_mutants(r);
-    return r;
-  }();
-  return registry;
-}
+using mutants::registry_with_mutants;
 
 // Traces `model`, applies `pipeline` (mutants allowed), returns the property violations.
 std::vector<std::string> remat_violations(const std::string& model, const std::string& pipeline,

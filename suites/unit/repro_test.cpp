@@ -17,15 +17,7 @@
 namespace passcheck {
 namespace {
 
-const check::PassRegistry& registry_with_mutants() {
-  static check::PassRegistry registry = [] {
-    check::PassRegistry r;
-    check::register_builtin_passes(r);
-    mutants::register_ac_mutants(r);
-    return r;
-  }();
-  return registry;
-}
+using mutants::registry_with_mutants;
 
 std::string traced(const std::string& model, models::SubjectOptions options = {}) {
   auto subject = models::make_subject(model, options);
