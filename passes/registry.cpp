@@ -3,6 +3,7 @@
 // on the passes; anything that uses the global registry links passcheck_passes.
 #include "framework/check/pass.h"
 #include "passes/ac/ac_passes.h"
+#include "passes/chunk/chunk_passes.h"
 #include "passes/cleanup/cleanup_passes.h"
 
 namespace passcheck::check {
@@ -10,6 +11,7 @@ namespace passcheck::check {
 void register_builtin_passes(PassRegistry& registry) {
   passes::register_cleanup_passes(registry);
   passes::register_ac_passes(registry);
+  passes::register_chunk_passes(registry);
 }
 
 PassRegistry& PassRegistry::global() {

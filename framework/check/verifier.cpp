@@ -7,6 +7,7 @@
 
 #include "framework/ir/text.h"
 
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -35,6 +36,7 @@ class Verifier {
     check_nodes();
     check_use_lists();
     check_outputs();
+    check_symbols();
     return std::move(issues_);
   }
 
@@ -138,6 +140,43 @@ class Verifier {
       issue("node " + quoted(n) + ": backward node after the optimizer node " + quoted(*first_optimizer));
     if (m.phase == Phase::Backward && !first_backward) first_backward = &n;
     if (m.phase == Phase::Optimizer && !first_optimizer) first_optimizer = &n;
+  }
+
+  // Symbolic shapes and integers name declared symbols, and the concrete sizes and
+  // strides a value carries are its symbolic ones evaluated at the hints: executors and
+  // memory estimates read the concrete ones.
+  void check_symbols() {
+    for (const sym::Symbol& s : g_.symbols())
+      if (!s.hint_admissible()) issue("symbol " + s.to_string() + ": the hint is not admissible");
+    const std::map<std::string, int64_t> hints = g_.symbol_hints();
+    auto check_declared = [&](const sym::Expr& e, const std::string& where) {
+      for (const std::string& name : e.free_symbols())
+        if (!g_.find_symbol(name)) issue(where + ": undeclared symbol " + name + " in " + e.to_string());
+    };
+    auto check_meta = [&](const Value* v, const std::string& where) {
+      if (!v->meta() || !v->meta()->is_symbolic()) return;
+      const ir::TensorMeta& m = *v->meta();
+      if (m.sym_sizes.size() != m.sizes.size() || m.sym_strides.size() != m.strides.size()) {
+        issue(where + ": symbolic and concrete shapes of %" + v->name() + " differ in rank");
+        return;
+      }
+      for (size_t d = 0; d < m.sizes.size(); ++d) {
+        check_declared(m.sym_sizes[d], where);
+        check_declared(m.sym_strides[d], where);
+        auto size = sym::evaluate(m.sym_sizes[d], hints);
+        auto stride = sym::evaluate(m.sym_strides[d], hints);
+        if ((size && *size != m.sizes[d]) || (stride && *stride != m.strides[d]))
+          issue(where + ": %" + v->name() + " dimension " + std::to_string(d) + " is sym(" +
+                m.sym_sizes[d].to_string() + ") but its concrete size at the hints is " + std::to_string(m.sizes[d]));
+      }
+    };
+    for (const Value* in : g_.inputs()) check_meta(in, "graph input %" + in->name());
+    for (const Node* n : g_.nodes()) {
+      for (const ir::Arg& a : n->args())
+        a.for_each_symbolic([&](const sym::Expr& e) { check_declared(e, "node " + quoted(*n)); });
+      for (const Value* out : n->outputs()) check_meta(out, "node " + quoted(*n));
+    }
+    for (const sym::Claim& c : g_.claims()) check_declared(c.condition, "claim " + c.kind + " on " + c.subject);
   }
 
   // Every use recorded on a value must point at an operand slot (or graph output)

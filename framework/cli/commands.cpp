@@ -11,6 +11,7 @@
 #include "framework/trace/tracer.h"
 #include "oracles/models/subject.h"
 #include "oracles/eager_checkpoint.h"
+#include "oracles/symbolic_trace.h"
 #include "oracles/training_driver.h"
 
 #include <ATen/ATen.h>
@@ -77,18 +78,31 @@ int run_trace(const TraceArgs& args) {
     options.batch_size = args.batch_size;
     options.seq_len = args.seq_len;
     if (args.meta) options.device = c10::Device(c10::DeviceType::Meta);
-    auto subject = models::make_subject(args.model, options);
-    trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
-    std::string text = "# passcheck trace --model " + args.model + (args.meta ? " --meta" : "") + "\n" +
-                       "# " + std::to_string(program.graph().num_nodes()) + " nodes, " +
-                       std::to_string(program.num_state_inputs()) + " state inputs\n" + program.graph().print();
+    std::shared_ptr<ir::Graph> graph;
+    std::string header = "# passcheck trace --model " + args.model + (args.meta ? " --meta" : "");
+    if (args.symbolic.empty()) {
+      auto subject = models::make_subject(args.model, options);
+      graph = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false).shared_graph();
+    } else {
+      oracles::SymbolicTraceOptions symbolic;
+      symbolic.model = args.model;
+      symbolic.subject = options;
+      symbolic.subject.device = c10::Device(c10::DeviceType::CPU);
+      symbolic.dim = oracles::parse_symbolic_dim(args.symbolic);
+      symbolic.trace_on_meta = true;
+      oracles::SymbolicTrace traced = oracles::trace_symbolic(symbolic);
+      graph = traced.graph;
+      header += " --symbolic " + args.symbolic + "\n# symbolized from traces at";
+      for (int64_t v : traced.traced_at) header += " " + std::to_string(v);
+    }
+    std::string text = header + "\n# " + std::to_string(graph->num_nodes()) + " nodes\n" + graph->print();
     if (args.out.empty()) {
       std::cout << text;
     } else {
       std::ofstream out(args.out);
       if (!out) throw std::invalid_argument("cannot write '" + args.out + "'");
       out << text;
-      std::cerr << "wrote " << program.graph().num_nodes() << " nodes to " << args.out << "\n";
+      std::cerr << "wrote " << graph->num_nodes() << " nodes to " << args.out << "\n";
     }
     return 0;
   });

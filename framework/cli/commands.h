@@ -14,6 +14,8 @@ struct TraceArgs {
   uint64_t seed = 0;
   int64_t batch_size = 0;
   int64_t seq_len = 0;
+  /// "batch" or "seq": trace with that dimension symbolic (differential symbolization).
+  std::string symbolic;
 };
 int run_trace(const TraceArgs& args);
 
@@ -44,6 +46,33 @@ struct CheckArgs {
   std::string eager_ac = "auto";
 };
 int run_check(const CheckArgs& args);
+
+/// `passcheck chunk`: graph chunking (symbolic trace, chunk, Z3, concretize) trained
+/// against the eager-chunked oracle.
+struct ChunkArgs {
+  std::string model = "deepseek_v3";
+  std::string mode = "batch";
+  std::string modules = "layers.*";
+  bool early_accumulation = false;
+  /// Passes run between chunk and concretize (e.g. a scheduler under test).
+  std::string between;
+  int steps = 5;
+  uint64_t seed = 0;
+  int64_t batch_size = 0;
+  int64_t seq_len = 0;
+  unsigned timeout_ms = 5000;
+  /// With early accumulation on: the largest ULP distance accepted.
+  uint64_t tolerance_ulp = 64;
+};
+int run_chunk(const ChunkArgs& args);
+
+/// `passcheck prove`: every claim of a graph file through Z3.
+struct ProveArgs {
+  std::string file;
+  unsigned timeout_ms = 5000;
+  bool verbose = false;
+};
+int run_prove(const ProveArgs& args);
 
 /// `passcheck passes`: the pass catalogue.
 int run_passes();

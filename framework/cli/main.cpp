@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   trace_cmd->add_option("--seed", trace.seed, "Initialisation and data seed")->capture_default_str();
   trace_cmd->add_option("--batch", trace.batch_size, "Batch size (0: the model's default)");
   trace_cmd->add_option("--seq", trace.seq_len, "Sequence length (0: the model's default)");
+  trace_cmd->add_option("--symbolic", trace.symbolic, "Make this dimension symbolic: batch or seq")
+      ->check(CLI::IsMember({"batch", "seq"}));
 
   RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs");
@@ -53,6 +55,30 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--repeats", bench.repeats, "Timed runs of each measurement")->capture_default_str();
   bench_cmd->add_option("--threads", bench.threads, "Intra-op threads")->capture_default_str();
   bench_cmd->add_option("--json", bench.json, "Also write the figures as JSON to this file");
+
+  ChunkArgs chunk;
+  auto* chunk_cmd =
+      app.add_subcommand("chunk", "Chunk a model's graph (symbolic trace, chunk, Z3, concretize) and train it "
+                                  "against the eager-chunked oracle");
+  chunk_cmd->add_option("--model", chunk.model, "Debug model")->capture_default_str();
+  chunk_cmd->add_option("--mode", chunk.mode, "Chunked dimension")->check(CLI::IsMember({"batch", "seq"}))->capture_default_str();
+  chunk_cmd->add_option("--modules", chunk.modules, "Module patterns ('*' is one FQN component)")->capture_default_str();
+  chunk_cmd->add_flag("--early-accumulation", chunk.early_accumulation,
+                      "Add parameter-gradient partials early (may change numerics; checked against --tolerance-ulp)");
+  chunk_cmd->add_option("--between", chunk.between, "Passes to run between chunk and concretize");
+  chunk_cmd->add_option("--steps", chunk.steps, "Optimizer steps")->capture_default_str();
+  chunk_cmd->add_option("--seed", chunk.seed, "Initialisation and data seed")->capture_default_str();
+  chunk_cmd->add_option("--batch", chunk.batch_size, "Batch size (0: the model's default)");
+  chunk_cmd->add_option("--seq", chunk.seq_len, "Sequence length (0: the model's default)");
+  chunk_cmd->add_option("--timeout-ms", chunk.timeout_ms, "Z3 time limit per claim")->capture_default_str();
+  chunk_cmd->add_option("--tolerance-ulp", chunk.tolerance_ulp, "Early accumulation: largest ULP distance accepted")
+      ->capture_default_str();
+
+  ProveArgs prove;
+  auto* prove_cmd = app.add_subcommand("prove", "Prove every claim (guard) a graph file records with Z3");
+  prove_cmd->add_option("file", prove.file, "Graph text file")->required();
+  prove_cmd->add_option("--timeout-ms", prove.timeout_ms, "Z3 time limit per claim")->capture_default_str();
+  prove_cmd->add_flag("--verbose", prove.verbose, "Print every claim's verdict");
 
   app.add_subcommand("models", "List the debug models");
   auto* passes_cmd = app.add_subcommand("passes", "List the registered passes with their options and properties");
@@ -111,6 +137,8 @@ int main(int argc, char** argv) {
   if (*trace_cmd) return run_trace(trace);
   if (*run_cmd) return run_graph_file(run);
   if (*check_cmd) return run_check(check);
+  if (*chunk_cmd) return run_chunk(chunk);
+  if (*prove_cmd) return run_prove(prove);
   if (*bench_cmd) return run_bench(bench);
   if (*passes_cmd) return run_passes();
   return run_models();

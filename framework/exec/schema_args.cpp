@@ -49,6 +49,11 @@ SchemaArgKind classify(const c10::Argument& arg) {
 }
 
 namespace {
+// Symbols only exist between symbolization and concretization; an executor never guesses a value.
+std::string symbolic_left_message(const sym::Expr& e) {
+  return "symbolic integer sym(" + e.to_string() + ") reached execution; run the concretize pass first";
+}
+
 [[noreturn]] void bad(const c10::Argument& schema_arg, const std::string& what) {
   throw std::invalid_argument("argument '" + schema_arg.name() + "' (" + schema_arg.type()->str() + "): " + what);
 }
@@ -70,6 +75,7 @@ c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
     case K::MemoryFormat: return c10::IValue(arg.i);  // boxed calls carry these enums as ints
     case K::Device: return c10::IValue(arg.device);
     case K::List: break;
+    case K::Sym: bad(schema_arg, symbolic_left_message(arg.expr));
     default: bad(schema_arg, "unsupported constant");
   }
   switch (kind) {
@@ -95,6 +101,7 @@ c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
       for (const ir::Arg& e : arg.list) {
         if (e.kind == K::Int) v.push_back(e.i);
         else if (e.is_value()) v.push_back(value_of(e.value).toInt());
+        else if (e.is_symbolic()) bad(schema_arg, symbolic_left_message(e.expr));
         else bad(schema_arg, "int[] element is not an int");
       }
       return c10::IValue(v);

@@ -48,6 +48,32 @@ Arg Arg::int_list(const std::vector<int64_t>& items) {
   return a;
 }
 
+Arg Arg::symbolic(const sym::Expr& e) {
+  if (auto c = e.as_constant()) return integer(*c);
+  Arg a;
+  a.kind = Kind::Sym;
+  a.expr = e;
+  return a;
+}
+
+std::optional<sym::Expr> Arg::as_int_expr() const {
+  if (kind == Kind::Int) return sym::Expr::constant(i);
+  if (kind == Kind::Sym) return expr;
+  return std::nullopt;
+}
+
+bool Arg::has_symbols() const {
+  bool found = false;
+  for_each_symbolic([&](const sym::Expr&) { found = true; });
+  return found;
+}
+
+void Arg::for_each_symbolic(const std::function<void(const sym::Expr&)>& fn) const {
+  if (kind == Kind::Sym) fn(expr);
+  else if (kind == Kind::List)
+    for (const Arg& a : list) a.for_each_symbolic(fn);
+}
+
 bool Arg::operator==(const Arg& o) const {
   if (kind != o.kind) return false;
   switch (kind) {
@@ -63,6 +89,7 @@ bool Arg::operator==(const Arg& o) const {
     case Kind::Device: return device == o.device;
     case Kind::Value: return value == o.value;
     case Kind::List: return list == o.list;
+    case Kind::Sym: return expr == o.expr;
   }
   return false;
 }
@@ -400,7 +427,32 @@ std::unique_ptr<Graph> Graph::clone() const {
   }
   for (Value* o : outputs_) g->add_output(map.at(o));
   g->name_counters_ = name_counters_;
+  g->symbols_ = symbols_;
+  g->claims_ = claims_;
   return g;
+}
+
+void Graph::add_symbol(const sym::Symbol& symbol) {
+  if (find_symbol(symbol.name)) throw IrError("symbol " + symbol.name + " is declared twice");
+  symbols_.push_back(symbol);
+}
+
+void Graph::remove_symbol(const std::string& name) {
+  symbols_.erase(std::remove_if(symbols_.begin(), symbols_.end(),
+                                [&](const sym::Symbol& s) { return s.name == name; }),
+                 symbols_.end());
+}
+
+const sym::Symbol* Graph::find_symbol(const std::string& name) const {
+  for (const sym::Symbol& s : symbols_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::map<std::string, int64_t> Graph::symbol_hints() const {
+  std::map<std::string, int64_t> hints;
+  for (const sym::Symbol& s : symbols_) hints[s.name] = s.hint;
+  return hints;
 }
 
 std::string Graph::print() const { return print_graph(*this); }

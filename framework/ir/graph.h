@@ -6,6 +6,7 @@
 #pragma once
 
 #include "framework/ir/meta.h"
+#include "framework/sym/claim.h"
 
 #include <c10/core/Layout.h>
 #include <c10/core/MemoryFormat.h>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -45,7 +47,7 @@ struct Use {
 
 /// A schema argument: a constant, a reference to a Value, or a list of those.
 struct Arg {
-  enum class Kind : uint8_t { None, Bool, Int, Float, String, Dtype, Device, Layout, MemoryFormat, Value, List };
+  enum class Kind : uint8_t { None, Bool, Int, Float, String, Dtype, Device, Layout, MemoryFormat, Value, List, Sym };
   Kind kind = Kind::None;
   bool b = false;
   int64_t i = 0;  // Int; also the enum value for Dtype, Layout and MemoryFormat
@@ -54,6 +56,8 @@ struct Arg {
   c10::Device device = c10::Device(c10::DeviceType::CPU);
   Value* value = nullptr;
   std::vector<Arg> list;
+  sym::Expr expr;  // Sym: an integer that depends on the graph's symbols
+
 
   static Arg none() { return Arg{}; }
   static Arg boolean(bool v);
@@ -67,8 +71,17 @@ struct Arg {
   static Arg of(Value* v);
   static Arg of_list(std::vector<Arg> items);
   static Arg int_list(const std::vector<int64_t>& items);
+  /// A symbolic integer; a constant expression gives a plain Int.
+  static Arg symbolic(const sym::Expr& e);
+  /// Int or Sym as an expression; nullopt for other kinds.
+  std::optional<sym::Expr> as_int_expr() const;
 
   bool is_value() const { return kind == Kind::Value; }
+  bool is_symbolic() const { return kind == Kind::Sym; }
+  /// True when this argument or an item of it is symbolic.
+  bool has_symbols() const;
+  /// Calls fn on every symbolic integer in this argument tree.
+  void for_each_symbolic(const std::function<void(const sym::Expr&)>& fn) const;
   bool is_none() const { return kind == Kind::None; }
   c10::ScalarType as_dtype() const { return static_cast<c10::ScalarType>(i); }
   /// Structural equality; Value references compare by identity.
@@ -249,6 +262,19 @@ class Graph {
   /// Value by name, or null.
   Value* find_value(const std::string& name) const;
 
+  /// Symbols the graph's shapes and integer arguments are expressed in.
+  const std::vector<sym::Symbol>& symbols() const { return symbols_; }
+  /// Declares a symbol; throws IrError when the name is taken.
+  void add_symbol(const sym::Symbol& symbol);
+  void remove_symbol(const std::string& name);
+  const sym::Symbol* find_symbol(const std::string& name) const;
+  /// Symbol name -> hint.
+  std::map<std::string, int64_t> symbol_hints() const;
+  /// Claims (guards) passes recorded about the symbols, checked by framework/sym/prover.h.
+  const std::vector<sym::Claim>& claims() const { return claims_; }
+  std::vector<sym::Claim>& mutable_claims() { return claims_; }
+  void add_claim(sym::Claim claim) { claims_.push_back(std::move(claim)); }
+
   /// Text form (framework/ir/text.h).
   std::string print() const;
   /// Hash of the text form; equal graphs hash equally.
@@ -272,6 +298,8 @@ class Graph {
   size_t num_nodes_ = 0;
   std::unordered_map<std::string, Value*> names_;
   std::unordered_map<std::string, int64_t> name_counters_;
+  std::vector<sym::Symbol> symbols_;
+  std::vector<sym::Claim> claims_;
 };
 
 /// Moves a graph from one device to another: every Device argument and every

@@ -2,6 +2,7 @@
 #include "framework/ir/meta.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace passcheck::ir {
 
@@ -24,6 +25,75 @@ std::vector<int64_t> TensorMeta::contiguous_strides(const std::vector<int64_t>& 
 }
 
 bool TensorMeta::is_contiguous() const { return strides == contiguous_strides(sizes); }
+
+sym::Expr TensorMeta::size_expr(size_t d) const {
+  return sym_sizes.empty() ? sym::Expr::constant(sizes.at(d)) : sym_sizes.at(d);
+}
+
+sym::Expr TensorMeta::stride_expr(size_t d) const {
+  return sym_strides.empty() ? sym::Expr::constant(strides.at(d)) : sym_strides.at(d);
+}
+
+std::vector<sym::Expr> TensorMeta::size_exprs() const {
+  std::vector<sym::Expr> out;
+  for (size_t d = 0; d < sizes.size(); ++d) out.push_back(size_expr(d));
+  return out;
+}
+
+std::vector<sym::Expr> TensorMeta::stride_exprs() const {
+  std::vector<sym::Expr> out;
+  for (size_t d = 0; d < strides.size(); ++d) out.push_back(stride_expr(d));
+  return out;
+}
+
+std::vector<sym::Expr> TensorMeta::contiguous_stride_exprs(const std::vector<sym::Expr>& sizes) {
+  std::vector<sym::Expr> strides(sizes.size());
+  sym::Expr running = sym::Expr::constant(1);
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = running;
+    // Symbols are declared >= 1, so only a constant 0 needs the max() the concrete form uses.
+    const auto c = sizes[i].as_constant();
+    running = running * (c ? sym::Expr::constant(std::max<int64_t>(*c, 1)) : sizes[i]);
+  }
+  return strides;
+}
+
+void TensorMeta::set_symbolic(std::vector<sym::Expr> sizes_expr, std::vector<sym::Expr> strides_expr,
+                              const std::map<std::string, int64_t>& hints) {
+  if (sizes_expr.size() != strides_expr.size())
+    throw std::invalid_argument("symbolic sizes and strides differ in rank");
+  auto concrete = [&](const std::vector<sym::Expr>& exprs) {
+    std::vector<int64_t> out;
+    for (const sym::Expr& e : exprs) {
+      auto v = sym::evaluate(e, hints);
+      if (!v) throw std::invalid_argument("shape expression " + e.to_string() + " has a symbol without a hint");
+      out.push_back(*v);
+    }
+    return out;
+  };
+  sizes = concrete(sizes_expr);
+  strides = concrete(strides_expr);
+  auto all_constant = [](const std::vector<sym::Expr>& exprs) {
+    return std::all_of(exprs.begin(), exprs.end(), [](const sym::Expr& e) { return e.is_constant(); });
+  };
+  if (all_constant(sizes_expr) && all_constant(strides_expr)) {
+    sym_sizes.clear();
+    sym_strides.clear();
+  } else {
+    sym_sizes = std::move(sizes_expr);
+    sym_strides = std::move(strides_expr);
+  }
+}
+
+std::set<std::string> TensorMeta::free_symbols() const {
+  std::set<std::string> out;
+  for (const auto* list : {&sym_sizes, &sym_strides})
+    for (const sym::Expr& e : *list) {
+      auto f = e.free_symbols();
+      out.insert(f.begin(), f.end());
+    }
+  return out;
+}
 
 std::string format_int_list(const std::vector<int64_t>& values) {
   std::string out = "[";

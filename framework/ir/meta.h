@@ -5,28 +5,53 @@
 // passes must preserve all of them (Graph::clone_node does).
 #pragma once
 
+#include "framework/sym/expr.h"
+
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace passcheck::ir {
 
-/// Sizes, strides, dtype and device of a tensor value.
+/// Sizes, strides, dtype and device of a tensor value. A value of a graph traced with a
+/// symbolic dimension (framework/sym/symbolize.h) also carries its sizes and strides as
+/// expressions of the graph's symbols; `sizes`/`strides` then hold their values at the
+/// symbols' hints (the verifier checks that they agree), so code that only needs
+/// concrete shapes keeps working unchanged.
 struct TensorMeta {
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
   c10::ScalarType dtype = c10::ScalarType::Float;
   c10::Device device = c10::Device(c10::DeviceType::CPU);
+  /// Empty when the shape is concrete; otherwise one expression per dimension.
+  std::vector<sym::Expr> sym_sizes;
+  std::vector<sym::Expr> sym_strides;
 
   bool operator==(const TensorMeta& other) const {
     return sizes == other.sizes && strides == other.strides && dtype == other.dtype &&
-           device == other.device;
+           device == other.device && sym_sizes == other.sym_sizes && sym_strides == other.sym_strides;
   }
+  bool is_symbolic() const { return !sym_sizes.empty() || !sym_strides.empty(); }
+  /// Size / stride of dimension d as an expression (a constant when concrete).
+  sym::Expr size_expr(size_t d) const;
+  sym::Expr stride_expr(size_t d) const;
+  std::vector<sym::Expr> size_exprs() const;
+  std::vector<sym::Expr> stride_exprs() const;
+  /// Sets symbolic sizes and strides, recomputing the concrete ones at `hints`; drops
+  /// the expressions when they are all constants. Throws std::invalid_argument when an
+  /// expression has a symbol without a hint.
+  void set_symbolic(std::vector<sym::Expr> sizes_expr, std::vector<sym::Expr> strides_expr,
+                    const std::map<std::string, int64_t>& hints);
+  /// Row-major strides of symbolic sizes.
+  static std::vector<sym::Expr> contiguous_stride_exprs(const std::vector<sym::Expr>& sizes);
+  /// Every symbol in the sizes and strides.
+  std::set<std::string> free_symbols() const;
   bool operator!=(const TensorMeta& other) const { return !(*this == other); }
   int64_t numel() const;
   /// Bytes spanned by the tensor's elements (what a fresh contiguous copy would take).
@@ -62,7 +87,11 @@ inline bool is_recomputable(RecomputePolicy p) {
 ///
 /// Reserved custom keys (documented here as they are introduced):
 /// - "recomputed_from": original node name, on duplicates made by rematerialization.
-/// - "chunk_region", "chunk_role", "chunk_id", "chunk_orig": chunking passes.
+/// - "chunk_region", "chunk_role", "chunk_id", "chunk_orig": chunking passes
+///   (passes/chunk): region root FQN, role (split_boundary / body / materialization),
+///   chunk id (0 or 1) and the original node's output name.
+/// - "chunk_early_accumulation": "1" on adds the chunk pass inserted early for
+///   parameter-gradient partials.
 struct NodeMeta {
   Phase phase = Phase::Forward;
   std::string module_fqn;

@@ -1,6 +1,7 @@
 // Printer and recursive-descent parser for the graph text form (see text.h).
 #include "framework/ir/text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -56,6 +57,18 @@ void append_int_list(std::string& out, const std::vector<int64_t>& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out += ", ";
     out += std::to_string(v[i]);
+  }
+}
+
+std::string print_sym(const sym::Expr& e) {
+  if (auto c = e.as_constant()) return std::to_string(*c);
+  return "sym(" + e.to_string() + ")";
+}
+
+void append_expr_list(std::string& out, const std::vector<sym::Expr>& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ", ";
+    out += print_sym(v[i]);
   }
 }
 
@@ -132,6 +145,7 @@ std::string print_arg(const Arg& a) {
     }
     case Arg::Kind::Device: return "device(" + quote(a.device.str()) + ")";
     case Arg::Kind::Value: return "%" + a.value->name();
+    case Arg::Kind::Sym: return print_sym(a.expr);
     case Arg::Kind::List: {
       std::string out = "[";
       for (size_t i = 0; i < a.list.size(); ++i) out += (i ? ", " : "") + print_arg(a.list[i]);
@@ -147,9 +161,18 @@ std::string print_type(const Value& v) {
   const TensorMeta& m = *v.meta();
   std::string out = dtype_short_name(m.dtype);
   out += "[";
-  append_int_list(out, m.sizes);
+  if (m.sym_sizes.empty()) append_int_list(out, m.sizes);
+  else append_expr_list(out, m.sym_sizes);
   out += "]";
-  if (!m.strides.empty() && !m.is_contiguous()) {  // no strides recorded: contiguous
+  if (m.is_symbolic()) {
+    // Symbolic strides print unless they are the row-major ones of the symbolic sizes.
+    const std::vector<sym::Expr> strides = m.stride_exprs();
+    if (strides != TensorMeta::contiguous_stride_exprs(m.size_exprs())) {
+      out += "{";
+      append_expr_list(out, strides);
+      out += "}";
+    }
+  } else if (!m.strides.empty() && !m.is_contiguous()) {  // no strides recorded: contiguous
     out += "{";
     append_int_list(out, m.strides);
     out += "}";
@@ -174,7 +197,12 @@ std::string print_node(const Node& n) {
 }
 
 std::string print_graph(const Graph& g) {
-  std::string out = "graph(";
+  std::string out;
+  for (const sym::Symbol& s : g.symbols()) out += "symbol " + s.to_string() + "\n";
+  for (const sym::Claim& c : g.claims())
+    out += "claim " + c.kind + " " + quote(c.pass) + " " + quote(c.subject) + " " + quote(c.description) + ": " +
+           c.condition.to_string() + "\n";
+  out += "graph(";
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const Value* in = g.inputs()[i];
     out += i ? ",\n    " : "\n    ";
@@ -198,6 +226,11 @@ class Parser {
 
   std::unique_ptr<Graph> parse() {
     graph_ = std::make_unique<Graph>();
+    while (true) {
+      if (peek_word("symbol")) parse_symbol();
+      else if (peek_word("claim")) parse_claim();
+      else break;
+    }
     expect_word("graph");
     expect('(');
     skip_space();
@@ -347,6 +380,111 @@ class Parser {
     return v;
   }
 
+  // symbol NAME in [MIN, MAX] hint H [multiple_of M]
+  void parse_symbol() {
+    expect_word("symbol");
+    skip_space();
+    const int line = line_, col = col_;
+    sym::Symbol symbol;
+    symbol.name = read_word();
+    if (symbol.name.empty() || std::isdigit(static_cast<unsigned char>(symbol.name[0])) ||
+        symbol.name.find('.') != std::string::npos)
+      fail_at(line, col, "expected a symbol name but found " + describe_here());
+    expect_word("in");
+    expect('[');
+    symbol.min = parse_int();
+    expect(',');
+    symbol.max = parse_int();
+    expect(']');
+    expect_word("hint");
+    symbol.hint = parse_int();
+    if (peek_word("multiple_of")) {
+      expect_word("multiple_of");
+      symbol.multiple_of = parse_int();
+      if (symbol.multiple_of < 1) fail_at(line, col, "symbol " + symbol.name + ": multiple_of must be >= 1");
+    }
+    if (symbol.min > symbol.max) fail_at(line, col, "symbol " + symbol.name + " has an empty range");
+    if (!symbol.hint_admissible())
+      fail_at(line, col, "symbol " + symbol.name + ": hint " + std::to_string(symbol.hint) + " is not admissible (" +
+                             symbol.to_string() + ")");
+    if (graph_->find_symbol(symbol.name)) fail_at(line, col, "symbol " + symbol.name + " is declared twice");
+    graph_->add_symbol(symbol);
+  }
+
+  // claim KIND "PASS" "SUBJECT" "DESCRIPTION": EXPR   (the expression runs to the end of the line)
+  void parse_claim() {
+    expect_word("claim");
+    sym::Claim claim;
+    skip_space();
+    claim.kind = read_word();
+    if (claim.kind.empty()) fail("expected a claim kind but found " + describe_here());
+    claim.pass = parse_string();
+    claim.subject = parse_string();
+    claim.description = parse_string();
+    expect(':');
+    skip_space();
+    const int line = line_, col = col_;
+    size_t start = pos_;
+    while (!at_end() && peek() != '\n') advance();
+    claim.condition = parse_expr_text(std::string(text_.substr(start, pos_ - start)), line, col);
+    if (!claim.condition.is_boolean()) fail_at(line, col, "claim condition is not a boolean expression");
+    graph_->add_claim(std::move(claim));
+  }
+
+  // An expression whose symbols must all be declared above the graph.
+  sym::Expr parse_expr_text(const std::string& text, int line, int col) {
+    sym::Expr e;
+    try {
+      e = sym::parse(text);
+    } catch (const sym::ParseError& err) {
+      fail_at(line, col + static_cast<int>(err.column) - 1, std::string("in symbolic expression: ") + err.what());
+    }
+    for (const std::string& name : e.free_symbols())
+      if (!graph_->find_symbol(name)) fail_at(line, col, "undeclared symbol " + name + " (declare it with a 'symbol' line)");
+    return e;
+  }
+
+  // sym(EXPR) after the word "sym" was read: the expression runs to the matching ')'.
+  sym::Expr parse_sym_call() {
+    expect('(');
+    const int line = line_, col = col_;
+    size_t start = pos_;
+    int depth = 1;
+    while (!at_end() && peek() != '\n') {
+      if (peek() == '(') ++depth;
+      if (peek() == ')' && --depth == 0) break;
+      advance();
+    }
+    if (depth != 0) fail_at(line, col, "unterminated sym(...)");
+    sym::Expr e = parse_expr_text(std::string(text_.substr(start, pos_ - start)), line, col);
+    advance();  // ')'
+    if (e.is_boolean()) fail_at(line, col, "sym(...) holds a boolean, not an integer");
+    return e;
+  }
+
+  // An integer or sym(EXPR) in a type's size or stride list.
+  sym::Expr parse_size_entry() {
+    skip_space();
+    if (peek_word("sym")) {
+      expect_word("sym");
+      return parse_sym_call();
+    }
+    return sym::Expr::constant(parse_int());
+  }
+
+  std::vector<sym::Expr> parse_size_list(char open, char close) {
+    std::vector<sym::Expr> out;
+    expect(open);
+    skip_space();
+    if (peek() != close) {
+      do {
+        out.push_back(parse_size_entry());
+      } while (accept(','));
+    }
+    expect(close);
+    return out;
+  }
+
   std::vector<int64_t> parse_int_list(char open, char close) {
     std::vector<int64_t> out;
     expect(open);
@@ -376,15 +514,31 @@ class Parser {
     if (!dtype) fail_at(line, col, "unknown type '" + word + "' (expected a dtype such as f32, bf16, i64, or int/float/bool/None/Tensor)");
     TensorMeta m;
     m.dtype = *dtype;
-    m.sizes = parse_int_list('[', ']');
-    for (int64_t s : m.sizes)
-      if (s < 0) fail_at(line, col, "negative size in type");
+    std::vector<sym::Expr> sizes = parse_size_list('[', ']');
+    for (const sym::Expr& s : sizes)
+      if (s.as_constant() && *s.as_constant() < 0) fail_at(line, col, "negative size in type");
+    std::vector<sym::Expr> strides;
     if (peek() == '{') {
-      m.strides = parse_int_list('{', '}');
-      if (m.strides.size() != m.sizes.size())
-        fail_at(line, col, "type has " + std::to_string(m.sizes.size()) + " sizes but " + std::to_string(m.strides.size()) + " strides");
+      strides = parse_size_list('{', '}');
+      if (strides.size() != sizes.size())
+        fail_at(line, col, "type has " + std::to_string(sizes.size()) + " sizes but " + std::to_string(strides.size()) + " strides");
+    }
+    const bool symbolic = std::any_of(sizes.begin(), sizes.end(), [](const sym::Expr& e) { return !e.is_constant(); }) ||
+                          std::any_of(strides.begin(), strides.end(), [](const sym::Expr& e) { return !e.is_constant(); });
+    if (symbolic) {
+      if (strides.empty()) strides = TensorMeta::contiguous_stride_exprs(sizes);
+      try {
+        m.set_symbolic(sizes, strides, graph_->symbol_hints());
+      } catch (const std::exception& e) {
+        fail_at(line, col, e.what());
+      }
+      for (int64_t s : m.sizes)
+        if (s < 0) fail_at(line, col, "size is negative at the symbols' hints");
     } else {
-      m.strides = TensorMeta::contiguous_strides(m.sizes);
+      for (const sym::Expr& s : sizes) m.sizes.push_back(*s.as_constant());
+      if (strides.empty()) m.strides = TensorMeta::contiguous_strides(m.sizes);
+      else
+        for (const sym::Expr& s : strides) m.strides.push_back(*s.as_constant());
     }
     if (peek() == '@') {
       advance();
@@ -494,6 +648,7 @@ class Parser {
     if (word == "None") return Arg::none();
     if (word == "True") return Arg::boolean(true);
     if (word == "False") return Arg::boolean(false);
+    if (word == "sym") return Arg::symbolic(parse_sym_call());
     if (word == "inf") return Arg::real(INFINITY);
     if (word == "nan") return Arg::real(NAN);
     if (word == "device") {

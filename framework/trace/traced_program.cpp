@@ -181,6 +181,20 @@ ir::Graph& TracedProgram::mutable_graph() {
   return *graph_;
 }
 
+void TracedProgram::replace_graph(std::shared_ptr<ir::Graph> graph) {
+  const ir::Graph& old = *graph_;
+  if (graph->inputs().size() != old.inputs().size() || graph->outputs().size() != old.outputs().size())
+    throw TraceError("replacement graph has " + std::to_string(graph->inputs().size()) + " inputs and " +
+                     std::to_string(graph->outputs().size()) + " outputs; the traced program has " +
+                     std::to_string(old.inputs().size()) + " and " + std::to_string(old.outputs().size()));
+  for (size_t i = 0; i < state_fqns_.size(); ++i)
+    if (graph->inputs()[i]->name() != old.inputs()[i]->name())
+      throw TraceError("replacement graph input " + std::to_string(i) + " is %" + graph->inputs()[i]->name() +
+                       ", not the module state %" + old.inputs()[i]->name());
+  graph_ = std::move(graph);
+  executor_.reset();
+}
+
 void TracedProgram::bind(std::vector<StateModule> modules) { modules_ = std::move(modules); }
 
 void TracedProgram::set_executor_options(exec::ExecutorOptions options) {

@@ -67,6 +67,9 @@ class TracedProgram {
   const ir::Graph& graph() const { return *graph_; }
   /// The graph for passes to rewrite; the cached executor is rebuilt on the next call.
   ir::Graph& mutable_graph();
+  /// Swaps in another graph of the same signature (same inputs, module state first,
+  /// same outputs), e.g. the symbolized graph of the same step. Throws TraceError.
+  void replace_graph(std::shared_ptr<ir::Graph> graph);
   std::shared_ptr<ir::Graph> shared_graph() const { return graph_; }
   /// Number of graph inputs that are module state (parameters then buffers).
   size_t num_state_inputs() const { return state_fqns_.size(); }

@@ -45,6 +45,7 @@ const check::PassRegistry& registry_with_mutants() {
     check::PassRegistry r;
     check::register_builtin_passes(r);
     register_ac_mutants(r);
+    register_chunk_mutants(r);
     return r;
   }();
   return registry;

@@ -22,7 +22,11 @@ struct MutantInfo {
 const std::vector<MutantInfo>& ac_mutants();
 /// Adds every AC mutant pass to `registry`.
 void register_ac_mutants(check::PassRegistry& registry);
-/// The built-in passes plus every AC mutant, built once per process.
+/// The chunking mutants (bugs 9, 10): registered by register_chunk_mutants.
+const std::vector<MutantInfo>& chunk_mutants();
+void register_chunk_mutants(check::PassRegistry& registry);
+
+/// The built-in passes plus every mutant, built once per process.
 const check::PassRegistry& registry_with_mutants();
 
 /// Bug 4: executor options that run the traced graph with autograd recording on.

@@ -1,0 +1,77 @@
+// passcheck chunk / prove: graph chunking against eager chunking, and Z3 over the claims
+// a graph file records.
+#include "framework/cli/commands.h"
+
+#include "framework/check/pass.h"
+#include "framework/compat/torch_compat.h"
+#include "framework/ir/text.h"
+#include "framework/sym/prover.h"
+#include "oracles/chunked_training.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace passcheck::cli {
+
+int run_chunk(const ChunkArgs& args) {
+  try {
+    oracles::ChunkedTrainingOptions options;
+    options.model = args.model;
+    options.steps = args.steps;
+    options.subject.seed = args.seed;
+    options.subject.batch_size = args.batch_size;
+    options.subject.seq_len = args.seq_len;
+    options.dim = oracles::parse_symbolic_dim(args.mode);
+    options.modules = args.modules;
+    options.early_accumulation = args.early_accumulation;
+    options.between = args.between;
+    options.registry = &check::PassRegistry::global();
+    options.prove.timeout_ms = args.timeout_ms;
+    oracles::ChunkedTrainingReport report = oracles::run_graph_chunked_vs_eager_chunked(options);
+    std::cout << "passcheck chunk: " << args.model << ", " << args.mode << " chunking of " << args.modules
+              << ", early gradient accumulation " << (args.early_accumulation ? "on" : "off") << ", " << args.steps
+              << " steps: graph-chunked vs eager-chunked\n"
+              << report.format();
+    if (args.early_accumulation) {
+      // Early accumulation may change numerics: the verdict is the stated ULP tolerance.
+      const bool within = report.max_ulp <= args.tolerance_ulp;
+      std::cout << "verdict: " << (within ? "within" : "OUTSIDE") << " the tolerance of " << args.tolerance_ulp
+                << " ULP (max " << report.max_ulp << ")\n";
+      return within ? 0 : 1;
+    }
+    return report.equal() ? 0 : 1;
+  } catch (const check::PassFailure& failure) {
+    std::cout << "verdict: FAILED " << failure.what() << "\n";
+    return 1;
+  } catch (const c10::Error& e) {
+    std::cerr << "passcheck chunk: error: " << compat::error_message(e) << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "passcheck chunk: error: " << e.what() << "\n";
+  }
+  return 2;
+}
+
+int run_prove(const ProveArgs& args) {
+  try {
+    std::ifstream in(args.file, std::ios::binary);
+    if (!in) throw std::invalid_argument("cannot open graph file '" + args.file + "'");
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::unique_ptr<ir::Graph> graph = ir::parse_graph(text.str(), args.file);
+    sym::ProveOptions options;
+    options.timeout_ms = args.timeout_ms;
+    sym::ProofReport report = sym::prove_all(graph->claims(), graph->symbols(), options);
+    std::cout << "passcheck prove: " << args.file << ", Z3 " << sym::z3_version() << "\n";
+    for (const sym::Symbol& s : graph->symbols()) std::cout << "symbol " << s.to_string() << "\n";
+    if (args.verbose)
+      for (const sym::ClaimResult& r : report.results) std::cout << r.format() << "\n";
+    std::cout << report.format() << "\n";
+    return report.all_proved() ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "passcheck prove: error: " << e.what() << "\n";
+  }
+  return 2;
+}
+
+}  // namespace passcheck::cli

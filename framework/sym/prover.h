@@ -1,0 +1,55 @@
+// Checks claims with Z3 for every admissible value of their symbols (each symbol's
+// range and multiple_of from its declaration). A claim is proved when the negation of
+// its condition is unsatisfiable under the symbol constraints, refuted when Z3 finds a
+// model (the counterexample), and unknown on timeout or an unsupported term: unknown is
+// never counted as proved.
+#pragma once
+
+#include "framework/sym/claim.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace passcheck::sym {
+
+enum class Verdict { Proved, Refuted, Unknown };
+const char* to_string(Verdict verdict);
+
+struct ProveOptions {
+  /// Z3 timeout per claim.
+  unsigned timeout_ms = 5000;
+};
+
+struct ClaimResult {
+  Claim claim;
+  Verdict verdict = Verdict::Unknown;
+  /// Refuted: symbol values (all admissible) for which the condition is false.
+  std::map<std::string, int64_t> counterexample;
+  /// Unknown: why (Z3 reason, "undeclared symbol s1", ...).
+  std::string reason;
+  double seconds = 0;
+  /// "refuted: cat_extent of %x (chunk): ... counterexample s0=3"
+  std::string format() const;
+};
+
+struct ProofReport {
+  std::vector<ClaimResult> results;
+  size_t count(Verdict verdict) const;
+  bool all_proved() const;
+  double total_seconds() const;
+  double max_seconds() const;
+  /// One line per refuted/unknown claim, then "N claims: P proved, R refuted, U unknown
+  /// in T ms (max M ms per claim)".
+  std::string format() const;
+};
+
+/// Checks one claim. Symbols in the claim that are not declared make it unknown.
+ClaimResult prove(const Claim& claim, const std::vector<Symbol>& symbols, const ProveOptions& options = {});
+ProofReport prove_all(const std::vector<Claim>& claims, const std::vector<Symbol>& symbols,
+                      const ProveOptions& options = {});
+
+/// Z3 version string ("4.8.12").
+std::string z3_version();
+
+}  // namespace passcheck::sym

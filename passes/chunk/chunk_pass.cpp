@@ -1,0 +1,666 @@
+// chunk: splits selected module regions into two chunks (passes/chunk/chunk_passes.h).
+//
+// Plan, per region (a module root and a direction; forward regions first, then
+// backward ones, which reuse the per-chunk values of their root's forward):
+// 1. A region node is in the chunk body when it reads a chunk-carrying value (a live-in
+//    whose shape carries the chunk symbol, or a body output) or its own arguments or
+//    shapes mention the symbol (factories such as zeros([s*64, 8])). Other region nodes
+//    (parameter preparation) stay shared by both chunks.
+// 2. Live-ins carrying the symbol in one dimension are split in halves with
+//    split_with_sizes (cloned when a half is not contiguous, since body views were
+//    traced on contiguous inputs).
+// 3. Chunk 0 is the original node rewritten in place; chunk 1 is a copy right after it.
+//    Both see the symbol s as floordiv(s, 2) in their arguments and shapes.
+// 4. In-place updates of shared state (MoE token counters) chain: chunk 1's update
+//    reads chunk 0's result, so every scheduler sees their order.
+// 5. Body outputs used outside the root are materialized: cat on the chunk dimension,
+//    or, for values without it, add of the two partials when they provably are sums over
+//    the chunked extent (parameter gradients, token reductions).
+#include "passes/chunk/chunk_passes.h"
+
+#include "framework/exec/op_properties.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace passcheck::passes {
+
+std::optional<std::string> matching_root(const std::string& fqn, const std::string& pattern) {
+  auto split = [](const std::string& text) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (true) {
+      size_t dot = text.find('.', start);
+      parts.push_back(text.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    return parts;
+  };
+  if (fqn.empty() || pattern.empty()) return std::nullopt;
+  const std::vector<std::string> parts = split(fqn);
+  const std::vector<std::string> want = split(pattern);
+  if (parts.size() < want.size()) return std::nullopt;
+  std::string root;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] != "*" && want[i] != parts[i]) return std::nullopt;
+    root += (i ? "." : "") + parts[i];
+  }
+  return root;
+}
+
+namespace {
+
+using sym::Expr;
+
+class ChunkError : public std::runtime_error {
+ public:
+  explicit ChunkError(const std::string& message) : std::runtime_error("chunk: " + message) {}
+};
+
+enum class Direction { Forward, Backward };
+
+struct Region {
+  std::string root;
+  Direction direction;
+  std::vector<ir::Node*> nodes;
+};
+
+// Ops whose result is the same numbers as their input, rearranged or cast: a partial sum
+// passed through them is still a partial sum of the same extent.
+bool is_rearrangement(const ir::Node& n) {
+  static const std::set<std::string> ops = {"t", "transpose", "permute", "view", "_unsafe_view", "reshape",
+                                            "clone", "alias", "squeeze", "unsqueeze", "_to_copy", "to",
+                                            "contiguous", "_reshape_alias"};
+  return ops.count(n.op_base()) > 0;
+}
+
+// Ops that sum over an input dimension: applied to two halves of that dimension, the
+// two results add up to the result on the whole (the rounding of the add aside).
+bool is_additive_reduction(const ir::Node& n) {
+  static const std::set<std::string> ops = {"mm", "bmm", "sum", "embedding_dense_backward", "index_add",
+                                            "scatter_add", "matmul", "addmm", "native_layer_norm_backward"};
+  return ops.count(n.op_base()) > 0;
+}
+
+bool is_view_like(const ir::Node& n) {
+  static const std::set<std::string> ops = {"view", "_unsafe_view", "reshape", "_reshape_alias"};
+  return ops.count(n.op_base()) > 0;
+}
+
+class ChunkRewriter {
+ public:
+  ChunkRewriter(ir::Graph& graph, const check::PassOptions& options, const ChunkBehaviour& behaviour)
+      : graph_(graph), behaviour_(behaviour) {
+    mode_ = options.get("mode");
+    patterns_ = options.get_list("modules");
+    early_accumulation_ = options.get_bool("early-accumulation");
+    if (patterns_.empty()) throw ChunkError("no module pattern given (option modules)");
+    symbol_ = choose_symbol(options.get("symbol"));
+    half_ = {{symbol_, sym::floordiv(Expr::symbol(symbol_), Expr::constant(2))}};
+    hints_ = graph_.symbol_hints();
+  }
+
+  check::PassResult run() {
+    std::vector<Region> regions = find_regions();
+    check::PassResult result;
+    for (Region& r : regions) rewrite_region(r);
+    result.changed = !regions.empty();
+    result.stats["regions"] = static_cast<int64_t>(regions.size());
+    result.stats["split_live_ins"] = splits_;
+    result.stats["chunked_nodes"] = chunked_nodes_;
+    result.stats["materialized_cat"] = materialized_cat_;
+    result.stats["materialized_add"] = materialized_add_;
+    result.stats["early_accumulations"] = early_accumulations_;
+    result.stats["mutation_chains"] = mutation_chains_;
+    result.stats["claims"] = claims_;
+    return result;
+  }
+
+ private:
+  std::string choose_symbol(const std::string& requested) const {
+    if (!requested.empty()) {
+      const sym::Symbol* s = graph_.find_symbol(requested);
+      if (!s) throw ChunkError("the graph declares no symbol " + requested);
+      check_symbol(*s);
+      return requested;
+    }
+    if (graph_.symbols().empty())
+      throw ChunkError("the graph has no symbolic dimension: trace it with the chunked dimension marked symbolic "
+                       "(passcheck check --chunk ...) or declare one with a 'symbol' line");
+    if (graph_.symbols().size() > 1)
+      throw ChunkError("the graph declares " + std::to_string(graph_.symbols().size()) +
+                       " symbols; name the chunk symbol with option symbol");
+    check_symbol(graph_.symbols()[0]);
+    return graph_.symbols()[0].name;
+  }
+
+  static void check_symbol(const sym::Symbol& s) {
+    if (s.hint < 2 || s.hint % 2 != 0)
+      throw ChunkError("chunk symbol " + s.to_string() + ": the hint must be even and at least 2");
+    if (s.multiple_of % 2 != 0)
+      throw ChunkError("chunk symbol " + s.to_string() + " is not declared a multiple of 2, so its halves are not "
+                       "equal for every value in range");
+  }
+
+  std::optional<std::string> root_of(const ir::Node& n) const {
+    for (const std::string& p : patterns_)
+      if (auto root = matching_root(n.meta().module_fqn, p)) return root;
+    return std::nullopt;
+  }
+
+  std::vector<Region> find_regions() {
+    std::vector<Region> forward, backward;
+    std::map<std::pair<std::string, Direction>, size_t> index;
+    for (ir::Node* n : graph_.nodes()) {
+      const ir::Phase phase = n->meta().phase;
+      if (phase != ir::Phase::Forward && phase != ir::Phase::Backward) continue;
+      auto root = root_of(*n);
+      if (!root) continue;
+      const Direction dir = phase == ir::Phase::Forward ? Direction::Forward : Direction::Backward;
+      auto key = std::make_pair(*root, dir);
+      auto& list = dir == Direction::Forward ? forward : backward;
+      auto it = index.find(key);
+      if (it == index.end()) {
+        it = index.emplace(key, list.size()).first;
+        list.push_back(Region{*root, dir, {}});
+      }
+      list[it->second].nodes.push_back(n);
+      node_root_[n] = *root;
+    }
+    if (forward.empty() && backward.empty()) {
+      std::set<std::string> fqns;  // the first two components are enough to show the module tree
+      for (const ir::Node* n : graph_.nodes()) {
+        const std::string& f = n->meta().module_fqn;
+        const size_t first = f.find('.');
+        if (!f.empty()) fqns.insert(first == std::string::npos ? f : f.substr(0, f.find('.', first + 1)));
+      }
+      std::string known;
+      for (const std::string& f : fqns) known += (known.empty() ? "" : ", ") + f;
+      throw ChunkError("no module matches the pattern(s) " + join(patterns_) + " (module FQNs in the graph: " +
+                       (known.empty() ? "none" : known) + ")");
+    }
+    if (mode_ == "seq")
+      for (const auto* list : {&forward, &backward})
+        for (const Region& r : *list)
+          for (const ir::Node* n : r.nodes)
+            if (has_component(n->meta().module_fqn, "attention"))
+              throw ChunkError("seq chunking through attention is not supported: region " + r.root + " contains " +
+                               n->meta().module_fqn + " (chunk the MoE layers, pattern layers.*.moe)");
+    forward.insert(forward.end(), backward.begin(), backward.end());
+    return forward;
+  }
+
+  static bool has_component(const std::string& fqn, const std::string& component) {
+    size_t start = 0;
+    while (start <= fqn.size()) {
+      size_t dot = fqn.find('.', start);
+      if (fqn.substr(start, dot == std::string::npos ? std::string::npos : dot - start) == component) return true;
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    return false;
+  }
+
+  static std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+    return out;
+  }
+
+  // Dimensions of a value's shape whose size mentions the chunk symbol.
+  std::vector<size_t> chunk_dims(const ir::Value* v) const {
+    std::vector<size_t> dims;
+    if (!v->meta()) return dims;
+    const ir::TensorMeta& m = *v->meta();
+    for (size_t d = 0; d < m.sym_sizes.size(); ++d)
+      if (m.sym_sizes[d].contains_symbol(symbol_)) dims.push_back(d);
+    return dims;
+  }
+
+  bool mentions_symbol(const ir::Node& n) const {
+    bool found = false;
+    for (const ir::Arg& a : n.args())
+      a.for_each_symbolic([&](const Expr& e) { found = found || e.contains_symbol(symbol_); });
+    for (const ir::Value* out : n.outputs())
+      if (out->meta() && out->meta()->free_symbols().count(symbol_)) found = true;
+    return found;
+  }
+
+  std::string describe(const ir::Node& n) const {
+    return (n.num_outputs() ? "%" + n.output()->name() : std::string("()")) + " = " + n.op();
+  }
+
+  void claim(const std::string& kind, const std::string& subject, const std::string& description, const Expr& condition) {
+    graph_.add_claim(sym::Claim{kind, "chunk", subject, description, condition});
+    ++claims_;
+  }
+
+  Expr halve(const Expr& e) const { return sym::substitute(e, half_); }
+
+  ir::Arg halve(const ir::Arg& a) const {
+    if (a.kind == ir::Arg::Kind::Sym) return ir::Arg::symbolic(halve(a.expr));
+    if (a.kind == ir::Arg::Kind::List) {
+      ir::Arg out = a;
+      for (ir::Arg& item : out.list) item = halve(item);
+      return out;
+    }
+    return a;
+  }
+
+  std::optional<ir::TensorMeta> halve(const std::optional<ir::TensorMeta>& meta) const {
+    if (!meta || !meta->is_symbolic()) return meta;
+    ir::TensorMeta m = *meta;
+    std::vector<Expr> sizes, strides;
+    for (const Expr& e : meta->size_exprs()) sizes.push_back(halve(e));
+    for (const Expr& e : meta->stride_exprs()) strides.push_back(halve(e));
+    m.set_symbolic(std::move(sizes), std::move(strides), hints_);
+    return m;
+  }
+
+  void mark(ir::Node* n, const std::string& root, const std::string& role, int chunk, const std::string& orig) {
+    auto& c = n->meta().custom;
+    c["chunk_region"] = root;
+    c["chunk_role"] = role;
+    if (chunk >= 0) c["chunk_id"] = std::to_string(chunk);
+    c["chunk_orig"] = orig;
+  }
+
+  // Creates the two halves of live-in `v` right before `before`.
+  std::pair<ir::Value*, ir::Value*> split_live_in(ir::Value* v, size_t dim, const Region& region, ir::Node* before) {
+    const ir::TensorMeta& m = *v->meta();
+    const Expr extent = m.size_expr(dim);
+    const Expr half = sym::floordiv(extent, Expr::constant(2));
+    const int64_t extent_at_hint = m.sizes[dim];
+    if (extent_at_hint % 2 != 0)
+      throw ChunkError("live-in %" + v->name() + " of region " + region.root + " has odd size " +
+                       std::to_string(extent_at_hint) + " (sym(" + extent.to_string() + ")) in chunk dim " +
+                       std::to_string(dim) + " at the hint");
+    const std::string subject = "%" + v->name() + " dim " + std::to_string(dim) + " in " + region.root;
+    claim("split_halves", subject, "the two halves of the split add up to the extent", sym::eq(half + half, extent));
+    claim("nonnegative", subject, "the half extent is at least 1", sym::ge(half, Expr::constant(1)));
+    claim("assumed_equal", subject, "the half extent equals the extent with the symbol halved (body shapes use the latter)",
+          sym::eq(half, halve(extent)));
+
+    ir::Node* split = graph_.create(
+        "aten::split_with_sizes",
+        {ir::Arg::of(v), ir::Arg::of_list({ir::Arg::symbolic(half), ir::Arg::symbolic(half)}),
+         ir::Arg::integer(static_cast<int64_t>(dim))},
+        before);
+    split->meta().phase = region.direction == Direction::Forward ? ir::Phase::Forward : ir::Phase::Backward;
+    split->meta().module_fqn = region.root;
+    mark(split, region.root, "split_boundary", -1, v->name());
+    std::vector<Expr> sizes = m.size_exprs();
+    sizes[dim] = half;
+    ir::TensorMeta half_meta = m;
+    half_meta.set_symbolic(sizes, m.stride_exprs(), hints_);
+    const bool contiguous = half_meta.strides == ir::TensorMeta::contiguous_strides(half_meta.sizes);
+    std::pair<ir::Value*, ir::Value*> halves;
+    for (int chunk = 0; chunk < 2; ++chunk) {
+      ir::Value* part = split->add_output(ir::ValueType::Tensor, half_meta,
+                                          v->name() + "_split" + std::to_string(chunk));
+      if (!contiguous) {
+        ir::Node* clone = graph_.create("aten::clone", {ir::Arg::of(part), ir::Arg::memory_format(c10::MemoryFormat::Contiguous)},
+                                        before);
+        clone->meta() = split->meta();
+        mark(clone, region.root, "split_boundary", chunk, v->name());
+        ir::TensorMeta contiguous_meta = half_meta;
+        contiguous_meta.set_symbolic(sizes, ir::TensorMeta::contiguous_stride_exprs(sizes), hints_);
+        part = clone->add_output(ir::ValueType::Tensor, contiguous_meta, v->name() + "_chunk" + std::to_string(chunk));
+      }
+      (chunk == 0 ? halves.first : halves.second) = part;
+      split_source_[part] = v;
+    }
+    ++splits_;
+    return halves;
+  }
+
+  // A view whose output carries the symbol in a dimension for which its size argument
+  // holds a plain constant would reshape a half into the full extent.
+  void check_view(const ir::Node& n, const Region& region) {
+    if (!is_view_like(n) || n.num_args() < 2 || n.arg(1).kind != ir::Arg::Kind::List) return;
+    const ir::Value* out = n.output();
+    const ir::Arg& sizes = n.arg(1);
+    for (size_t d : chunk_dims(out)) {
+      if (d >= sizes.list.size()) continue;
+      const ir::Arg& entry = sizes.list[d];
+      if (entry.kind == ir::Arg::Kind::Int && entry.i != -1)
+        throw ChunkError("reshape " + describe(n) + " in region " + region.root + " has the constant size " +
+                         std::to_string(entry.i) + " in dim " + std::to_string(d) + ", where its result carries " +
+                         symbol_ + ": a baked size cannot follow the chunk");
+    }
+    // Element count preserved by the halved reshape (needs every size explicit).
+    const ir::Value* in = n.arg(0).is_value() ? n.arg(0).value : nullptr;
+    if (!in || !in->meta()) return;
+    Expr in_numel = Expr::constant(1), out_numel = Expr::constant(1);
+    for (const Expr& e : in->meta()->size_exprs()) in_numel = in_numel * e;
+    for (const ir::Arg& entry : sizes.list) {
+      auto e = entry.as_int_expr();
+      if (!e || (e->as_constant() && *e->as_constant() == -1)) return;
+      out_numel = out_numel * *e;
+    }
+    if (!in_numel.contains_symbol(symbol_)) return;
+    claim("numel_preserved", describe(n) + " in " + region.root, "the chunked reshape keeps the element count",
+          sym::eq(halve(in_numel), halve(out_numel)));
+  }
+
+  // Values a region may read per chunk: its own body, its split live-ins, and (for a
+  // backward region) the same root's forward body and splits.
+  using ChunkMap = std::unordered_map<const ir::Value*, std::pair<ir::Value*, ir::Value*>>;
+
+  void rewrite_region(Region& region) {
+    ChunkMap& per_chunk = per_chunk_[region.root];
+    std::unordered_set<const ir::Node*> in_region(region.nodes.begin(), region.nodes.end());
+    std::vector<ir::Value*> body_outputs;
+    std::unordered_map<const ir::Value*, ir::Node*> chunk1_of;  // body output -> chunk 1 producer
+    std::unordered_map<const ir::Value*, ir::Value*> chunk1_value;
+    std::unordered_map<const ir::Value*, ir::Node*> mutation_of_state;  // shared state -> its writer
+    random_node_ = nullptr;
+
+    for (ir::Node* n : region.nodes) {
+      // Direction check and live-in classification.
+      bool reads_chunked = false;
+      std::vector<std::pair<ir::Value*, size_t>> to_split;
+      for (ir::Value* v : n->operands()) {
+        if (region.direction == Direction::Forward && !v->is_graph_input() &&
+            v->producer()->meta().phase == ir::Phase::Backward)
+          throw ChunkError("body node " + describe(*n) + " of forward region " + region.root +
+                           " reads %" + v->name() + " from the backward");
+        if (per_chunk.count(v)) {
+          reads_chunked = true;
+          continue;
+        }
+        std::vector<size_t> dims = chunk_dims(v);
+        if (dims.empty()) continue;
+        if (dims.size() > 1)
+          throw ChunkError("live-in %" + v->name() + " of region " + region.root + " carries " + symbol_ +
+                           " in " + std::to_string(dims.size()) + " dimensions (" +
+                           ir::format_int_list(std::vector<int64_t>(dims.begin(), dims.end())) +
+                           "): only one chunked dimension is supported");
+        if (v->is_graph_input() && v->role() != ir::InputRole::Argument)
+          throw ChunkError("live-in %" + v->name() + " of region " + region.root + " is module state carrying " +
+                           symbol_ + ": static inputs are never split");
+        to_split.emplace_back(v, dims[0]);
+        reads_chunked = true;
+      }
+      if (!reads_chunked && !mentions_symbol(*n)) continue;
+      for (auto& [v, dim] : to_split)
+        if (!per_chunk.count(v)) per_chunk[v] = split_live_in(v, dim, region, n);
+      if (n->num_outputs() && n->output()->type() != ir::ValueType::Tensor)
+        for (ir::Value* out : n->outputs())
+          if (out->type() != ir::ValueType::Tensor && out->type() != ir::ValueType::None)
+            throw ChunkError("body node " + describe(*n) + " of region " + region.root +
+                             " produces a non-tensor value; symbolic scalars in chunk bodies are not supported");
+      check_view(*n, region);
+      if (exec::is_random(*n)) {
+        // Interleaved chunk bodies draw c0, c1, c0, c1 where per-chunk execution draws
+        // c0, c0, c1, c1: with two random ops the streams would differ.
+        if (random_node_)
+          throw ChunkError("region " + region.root + " draws random numbers in " + describe(*random_node_) + " and " +
+                           describe(*n) + ": interleaved chunk bodies support one random op per region");
+        random_node_ = n;
+      }
+
+      // Shared state written in place by the body: one update per chunk, chained.
+      ir::Value* state = nullptr;
+      if (exec::is_mutating(*n)) {
+        auto written = exec::written_values(*n);
+        if (!written || written->size() != 1 || n->op_base().empty() || n->op_base().back() != '_' ||
+            !n->arg(0).is_value() || n->arg(0).value != (*written)[0])
+          throw ChunkError("body node " + describe(*n) + " of region " + region.root +
+                           " writes its inputs in a form the chunk pass does not support (only self in-place ops)");
+        if (!per_chunk.count((*written)[0])) {
+          state = (*written)[0];
+          if (mutation_of_state.count(state))
+            throw ChunkError("region " + region.root + " updates %" + state->name() + " more than once (" +
+                             describe(*mutation_of_state[state]) + " and " + describe(*n) +
+                             "); interleaved chunk bodies support one in-place update per state");
+          mutation_of_state[state] = n;
+        }
+      }
+      for (ir::Value* v : n->operands())
+        if (mutation_of_state.count(v) && mutation_of_state[v] != n)
+          throw ChunkError("body node " + describe(*n) + " of region " + region.root + " reads %" + v->name() +
+                           " after " + describe(*mutation_of_state[v]) + " updated it in place; interleaved chunks "
+                           "would read the other chunk's update");
+
+      for (ir::Value* out : n->outputs()) {
+        if (out->meta()) original_meta_[out] = *out->meta();
+        original_name_[out] = out->name();
+      }
+      const std::vector<std::string> names = [&] {
+        std::vector<std::string> v;
+        for (ir::Value* out : n->outputs()) v.push_back(out->name());
+        return v;
+      }();
+      auto chunk_value = [&](int chunk) {
+        return [&, chunk](ir::Value* v) -> ir::Value* {
+          auto it = per_chunk.find(v);
+          if (it == per_chunk.end()) return v;
+          return chunk == 0 ? it->second.first : it->second.second;
+        };
+      };
+      // Chunk 1: a copy right after the original.
+      ir::Node* c1 = graph_.clone_node(*n, chunk_value(1), n->next(), "_chunk1");
+      std::vector<ir::Arg> args1;
+      for (const ir::Arg& a : c1->args()) args1.push_back(halve(a));
+      if (state) {
+        if (behaviour_.chain_buffer_mutations) {
+          args1[0] = ir::Arg::of(n->output(0));
+          ++mutation_chains_;
+        }
+      }
+      c1->set_args(std::move(args1));
+      // Chunk 0: the original, rewritten in place.
+      std::vector<ir::Arg> args0;
+      std::function<ir::Arg(const ir::Arg&)> remap0 = [&](const ir::Arg& a) -> ir::Arg {
+        if (a.is_value()) return ir::Arg::of(chunk_value(0)(a.value));
+        if (a.kind == ir::Arg::Kind::List) {
+          ir::Arg out = a;
+          for (ir::Arg& item : out.list) item = remap0(item);
+          return out;
+        }
+        return halve(a);
+      };
+      for (const ir::Arg& a : n->args()) args0.push_back(remap0(a));
+      n->set_args(std::move(args0));
+      for (size_t i = 0; i < n->num_outputs(); ++i) {
+        ir::Value* out = n->output(i);
+        out->set_meta(halve(out->meta()));
+        c1->output(i)->set_meta(halve(c1->output(i)->meta()));
+        graph_.rename(out, graph_.unique_name(names[i] + "_chunk0"));
+        per_chunk[out] = {out, c1->output(i)};
+        chunk1_of[out] = c1;
+        chunk1_value[out] = c1->output(i);
+        body_outputs.push_back(out);
+      }
+      mark(n, region.root, "body", 0, names.empty() ? n->op() : names[0]);
+      mark(c1, region.root, "body", 1, names.empty() ? n->op() : names[0]);
+      chunked_nodes_ += 1;
+    }
+
+    for (ir::Value* v : body_outputs) {
+      auto external = [&](const ir::Use& u) {
+        if (u.is_graph_output()) return true;
+        auto it = node_root_.find(u.user);
+        if (it != node_root_.end() && it->second == region.root) return false;
+        // Nodes the pass created for this root (splits, copies, materializations).
+        auto c = u.user->meta().custom.find("chunk_region");
+        return c == u.user->meta().custom.end() || c->second != region.root;
+      };
+      if (std::none_of(v->uses().begin(), v->uses().end(), external)) continue;
+      materialize(v, chunk1_value.at(v), chunk1_of.at(v), region, external);
+    }
+  }
+
+  void materialize(ir::Value* v0, ir::Value* v1, ir::Node* after, const Region& region,
+                   const std::function<bool(const ir::Use&)>& external) {
+    const std::string orig = original_name_.at(v0);
+    auto meta_it = original_meta_.find(v0);
+    if (meta_it == original_meta_.end() || v0->type() != ir::ValueType::Tensor)
+      throw ChunkError("live-out %" + v0->name() + " of region " + region.root + " is not a tensor with metadata");
+    const ir::TensorMeta& full = meta_it->second;
+    std::vector<size_t> dims;
+    for (size_t d = 0; d < full.sym_sizes.size(); ++d)
+      if (full.sym_sizes[d].contains_symbol(symbol_)) dims.push_back(d);
+    if (dims.size() > 1)
+      throw ChunkError("live-out %" + orig + " of region " + region.root + " carries " + symbol_ + " in " +
+                       std::to_string(dims.size()) + " dimensions: cannot materialize it by cat");
+    ir::Node* m = nullptr;
+    if (!dims.empty() && behaviour_.cat_chunk_dim_live_outs) {
+      const size_t d = dims[0];
+      const Expr extent = full.size_expr(d);
+      claim("cat_extent", "%" + orig + " dim " + std::to_string(d) + " in " + region.root,
+            "cat of the two chunks restores the full extent", sym::eq(halve(extent) + halve(extent), extent));
+      m = graph_.create("aten::cat", {ir::Arg::of_list({ir::Arg::of(v0), ir::Arg::of(v1)}),
+                                      ir::Arg::integer(static_cast<int64_t>(d))},
+                        after->next());
+      ir::TensorMeta meta = full;
+      meta.set_symbolic(full.size_exprs(), ir::TensorMeta::contiguous_stride_exprs(full.size_exprs()), hints_);
+      m->add_output(ir::ValueType::Tensor, meta, orig);
+      ++materialized_cat_;
+    } else {
+      // An add keeps the chunk's extent in every dimension: each must equal the full one.
+      for (size_t d : dims)
+        claim("materialized_extent", "%" + orig + " dim " + std::to_string(d) + " in " + region.root,
+              "the added partials have the full extent", sym::eq(halve(full.size_expr(d)), full.size_expr(d)));
+      if (dims.empty()) {
+        const Expr reduced_extent = partial_sum_extent(v0, region);
+        claim("partial_sum", "%" + orig + " in " + region.root,
+              "the two partials are sums over halves that cover the reduced extent",
+              sym::eq(halve(reduced_extent) + halve(reduced_extent), reduced_extent));
+      }
+      if (dims.empty() && early_accumulation_ && region.direction == Direction::Backward &&
+          std::all_of(v0->uses().begin(), v0->uses().end(), [&](const ir::Use& u) { return !external(u) || u.is_graph_output(); }) &&
+          accumulate_early(v0, v1, region))
+        return;
+      m = graph_.create("aten::add", {ir::Arg::of(v0), ir::Arg::of(v1)}, after->next());
+      m->add_output(ir::ValueType::Tensor, full, orig);
+      ++materialized_add_;
+    }
+    m->meta() = v0->producer()->meta();
+    m->meta().recompute = ir::RecomputePolicy::Unset;
+    mark(m, region.root, "materialization", -1, orig);
+    ir::Value* whole = m->output();
+    v0->replace_uses_if(whole, [&](const ir::Use& u) { return u.user != m && external(u); });
+  }
+
+  // The extent a no-chunk-dim live-out sums over: walking back through rearrangements
+  // to an additive reduction whose input carries the symbol. Anything else (a mean, a
+  // max, a product) would not be the sum of its per-chunk partials.
+  Expr partial_sum_extent(const ir::Value* v, const Region& region) const {
+    const ir::Value* cur = v;
+    while (true) {
+      const ir::Node* p = cur->producer();
+      if (is_additive_reduction(*p)) {
+        for (const ir::Value* in : p->operands()) {
+          auto it = original_input_extent(in);
+          if (it) return *it;
+        }
+        break;
+      }
+      if (!is_rearrangement(*p) || !p->arg(0).is_value()) break;
+      cur = p->arg(0).value;
+      if (cur->is_graph_input() || cur->producer()->meta().custom.count("chunk_id") == 0) break;
+    }
+    throw ChunkError("live-out %" + v->name() + " of region " + region.root + " (produced by " +
+                     cur->producer()->op() + ") has no " + symbol_ +
+                     " dimension and is not a sum over it: it cannot be materialized by cat or by add");
+  }
+
+  // The full (unhalved) extent in the chunk dimension of a body value or split half.
+  std::optional<Expr> original_input_extent(const ir::Value* in) const {
+    const ir::TensorMeta* full = nullptr;
+    if (auto it = original_meta_.find(in); it != original_meta_.end()) full = &it->second;
+    else if (auto half = split_source_.find(in); half != split_source_.end() && half->second->meta())
+      full = &*half->second->meta();
+    if (!full) return std::nullopt;
+    for (const Expr& e : full->sym_sizes)
+      if (e.contains_symbol(symbol_)) return e;
+    return std::nullopt;
+  }
+
+  // Early gradient accumulation: add the two partials right after the reduction (or
+  // after a widening cast, to accumulate in the wider dtype), and run the rest of the
+  // gradient chain once on the sum. Returns false when the chain has another shape.
+  bool accumulate_early(ir::Value* v0, ir::Value* v1, const Region& region) {
+    std::vector<ir::Node*> chain0, chain1;
+    ir::Value* a = v0;
+    ir::Value* b = v1;
+    while (true) {
+      ir::Node* p0 = a->producer();
+      ir::Node* p1 = b->producer();
+      if (p0->meta().custom.count("chunk_id") == 0 || p1->meta().custom.count("chunk_id") == 0) return false;
+      chain0.push_back(p0);
+      chain1.push_back(p1);
+      if (is_additive_reduction(*p0)) break;
+      if (!is_rearrangement(*p0) || !p0->arg(0).is_value() || !p1->arg(0).is_value()) return false;
+      a = p0->arg(0).value;
+      b = p1->arg(0).value;
+      if (a->is_graph_input() || b->is_graph_input() || a->uses().size() != 1 || b->uses().size() != 1) return false;
+    }
+    std::reverse(chain0.begin(), chain0.end());  // reduction first
+    std::reverse(chain1.begin(), chain1.end());
+    // Accumulate in the widest dtype the chain reaches before any narrowing: after a
+    // widening cast, before a narrowing one.
+    size_t point = 0;
+    for (size_t i = 1; i < chain0.size(); ++i) {
+      const auto& in = chain0[i - 1]->output()->meta();
+      const auto& out = chain0[i]->output()->meta();
+      if (!in || !out) break;
+      if (ir::dtype_size(out->dtype) < ir::dtype_size(in->dtype)) break;
+      if (ir::dtype_size(out->dtype) > ir::dtype_size(in->dtype)) point = i;
+    }
+    ir::Value* p0 = chain0[point]->output();
+    ir::Value* p1 = chain1[point]->output();
+    ir::Node* add = graph_.create("aten::add", {ir::Arg::of(p0), ir::Arg::of(p1)}, chain1[point]->next());
+    add->meta() = chain0[point]->meta();
+    mark(add, region.root, "materialization", -1, original_name_.at(v0));
+    add->meta().custom["chunk_early_accumulation"] = "1";
+    ir::Value* sum = add->add_output(ir::ValueType::Tensor, p0->meta(), p0->name() + "_accumulated");
+    p0->replace_uses_if(sum, [&](const ir::Use& u) { return u.user != add; });
+    // Chunk 1's rest of the chain is now dead; erase it from the end.
+    for (size_t i = chain1.size(); i-- > point + 1;) {
+      if (chain1[i]->has_users()) return true;  // kept: something else reads it
+      graph_.erase(chain1[i]);
+    }
+    ++early_accumulations_;
+    ++materialized_add_;
+    return true;
+  }
+
+  ir::Graph& graph_;
+  ChunkBehaviour behaviour_;
+  std::string mode_;
+  std::vector<std::string> patterns_;
+  bool early_accumulation_ = true;
+  std::string symbol_;
+  std::map<std::string, Expr> half_;
+  std::map<std::string, int64_t> hints_;
+  std::unordered_map<const ir::Node*, std::string> node_root_;
+  const ir::Node* random_node_ = nullptr;  // the body's random op, in the region being rewritten
+  // Body outputs before halving, and the live-in each split half comes from.
+  std::unordered_map<const ir::Value*, ir::TensorMeta> original_meta_;
+  std::unordered_map<const ir::Value*, std::string> original_name_;
+  std::unordered_map<const ir::Value*, const ir::Value*> split_source_;
+  std::map<std::string, ChunkMap> per_chunk_;
+  int64_t splits_ = 0, chunked_nodes_ = 0, materialized_cat_ = 0, materialized_add_ = 0, early_accumulations_ = 0,
+          mutation_chains_ = 0, claims_ = 0;
+};
+
+}  // namespace
+
+check::PassResult chunk_pass_with(ir::Graph& graph, const check::PassOptions& options, const ChunkBehaviour& behaviour) {
+  return ChunkRewriter(graph, options, behaviour).run();
+}
+
+check::PassResult chunk_pass(ir::Graph& graph, const check::PassOptions& options) {
+  return chunk_pass_with(graph, options, ChunkBehaviour{});
+}
+
+}  // namespace passcheck::passes

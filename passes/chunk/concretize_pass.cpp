@@ -1,0 +1,174 @@
+// concretize: the last step of the chunking family (passes/chunk/chunk_passes.h). After
+// scheduling, every symbol takes its hint: guards are evaluated there first (a false one
+// means the graph was rewritten under an assumption that does not hold for the shapes
+// it will run with), then arguments and metadata are substituted, scalar plumbing left
+// dead by the substitution is erased, and nothing may mention a symbol afterwards.
+#include "passes/chunk/chunk_passes.h"
+
+#include "framework/exec/op_properties.h"
+
+#include <stdexcept>
+
+namespace passcheck::passes {
+
+namespace {
+
+class ConcretizeError : public std::runtime_error {
+ public:
+  explicit ConcretizeError(const std::string& message) : std::runtime_error("concretize: " + message) {}
+};
+
+std::string hints_text(const std::map<std::string, int64_t>& hints) {
+  std::string out;
+  for (const auto& [name, value] : hints) out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+  return out.empty() ? "no symbols" : out;
+}
+
+int64_t value_at(const sym::Expr& e, const std::map<std::string, int64_t>& hints, const std::string& where) {
+  std::optional<int64_t> v;
+  try {
+    v = sym::evaluate(e, hints);
+  } catch (const sym::EvalError& err) {
+    throw ConcretizeError(where + ": sym(" + e.to_string() + ") cannot be evaluated at the hints: " + err.what());
+  }
+  if (!v) {
+    std::string missing;
+    for (const std::string& s : e.free_symbols())
+      if (!hints.count(s)) missing += (missing.empty() ? "" : ", ") + s;
+    throw ConcretizeError("symbol " + missing + " left in " + where + " (sym(" + e.to_string() +
+                          ")): it is not declared, so no hint replaces it (declared: " + hints_text(hints) + ")");
+  }
+  return *v;
+}
+
+ir::Arg concrete(const ir::Arg& a, const std::map<std::string, int64_t>& hints, const std::string& where) {
+  if (a.kind == ir::Arg::Kind::Sym) return ir::Arg::integer(value_at(a.expr, hints, where));
+  if (a.kind == ir::Arg::Kind::List) {
+    ir::Arg out = a;
+    for (ir::Arg& item : out.list) item = concrete(item, hints, where);
+    return out;
+  }
+  return a;
+}
+
+std::optional<ir::TensorMeta> concrete(const std::optional<ir::TensorMeta>& meta,
+                                       const std::map<std::string, int64_t>& hints, const std::string& where) {
+  if (!meta || !meta->is_symbolic()) return meta;
+  ir::TensorMeta m = *meta;
+  for (size_t d = 0; d < m.sym_sizes.size(); ++d) m.sizes[d] = value_at(m.sym_sizes[d], hints, where);
+  for (size_t d = 0; d < m.sym_strides.size(); ++d) m.strides[d] = value_at(m.sym_strides[d], hints, where);
+  m.sym_sizes.clear();
+  m.sym_strides.clear();
+  return m;
+}
+
+std::string node_where(const ir::Node& n) {
+  return "node " + (n.num_outputs() ? "%" + n.output()->name() : std::string("()")) + " = " + n.op();
+}
+
+}  // namespace
+
+check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOptions&, const ConcretizeBehaviour& behaviour) {
+  const std::map<std::string, int64_t> hints = graph.symbol_hints();
+  check::PassResult result;
+  int64_t guards = 0;
+  if (behaviour.validate_guards) {
+    for (const sym::Claim& c : graph.claims()) {
+      const std::string where = "guard " + c.kind + " on " + c.subject + " (recorded by " + c.pass + ")";
+      if (value_at(c.condition, hints, where) == 0)
+        throw ConcretizeError("guard false at the hint (" + hints_text(hints) + "): " + c.kind + " on " + c.subject +
+                              ": " + c.condition.to_string() + " -- " + c.description);
+      ++guards;
+    }
+  }
+  int64_t substituted = 0;
+  for (ir::Value* in : graph.inputs()) {
+    if (!behaviour.substitute_input_metadata || !in->meta() || !in->meta()->is_symbolic()) continue;
+    in->set_meta(concrete(in->meta(), hints, "graph input %" + in->name()));
+    ++substituted;
+  }
+  for (ir::Node* n : graph.nodes()) {
+    bool symbolic = false;
+    for (const ir::Arg& a : n->args()) symbolic = symbolic || a.has_symbols();
+    if (symbolic) {
+      std::vector<ir::Arg> args;
+      for (size_t i = 0; i < n->num_args(); ++i)
+        args.push_back(concrete(n->arg(i), hints, "argument " + std::to_string(i) + " of " + node_where(*n)));
+      n->set_args(std::move(args));
+      ++substituted;
+    }
+    for (ir::Value* out : n->outputs())
+      if (out->meta() && out->meta()->is_symbolic()) {
+        out->set_meta(concrete(out->meta(), hints, "the shape of %" + out->name()));
+        ++substituted;
+      }
+  }
+  // Scalar plumbing (sizes read off tensors) that only fed symbolic arguments is dead now.
+  int64_t erased = 0;
+  for (ir::Node* n = graph.last_node(); n != nullptr;) {
+    ir::Node* prev = n->prev();
+    bool scalar_only = n->num_outputs() > 0;
+    for (const ir::Value* out : n->outputs()) scalar_only = scalar_only && out->type() != ir::ValueType::Tensor;
+    if (scalar_only && !n->has_users() && !exec::is_mutating(*n) && !exec::has_side_effects(*n) &&
+        !exec::is_random(*n)) {
+      graph.erase(n);
+      ++erased;
+    }
+    n = prev;
+  }
+  const bool had_symbols = !graph.symbols().empty() || !graph.claims().empty();
+  for (const sym::Symbol& s : std::vector<sym::Symbol>(graph.symbols())) graph.remove_symbol(s.name);
+  graph.mutable_claims().clear();
+
+  // Nothing may mention a symbol any more: arguments, value metadata, graph inputs.
+  auto leftover = [&](const std::set<std::string>& symbols, const std::string& where) {
+    if (symbols.empty()) return;
+    std::string names;
+    for (const std::string& s : symbols) names += (names.empty() ? "" : ", ") + s;
+    throw ConcretizeError("symbol " + names + " left in " + where + " after concretization");
+  };
+  for (const ir::Value* in : graph.inputs())
+    if (in->meta()) leftover(in->meta()->free_symbols(), "the metadata of graph input %" + in->name());
+  for (const ir::Node* n : graph.nodes()) {
+    for (size_t i = 0; i < n->num_args(); ++i) {
+      std::set<std::string> found;
+      n->arg(i).for_each_symbolic([&](const sym::Expr& e) {
+        auto f = e.free_symbols();
+        found.insert(f.begin(), f.end());
+      });
+      leftover(found, "argument " + std::to_string(i) + " of " + node_where(*n));
+    }
+    for (const ir::Value* out : n->outputs())
+      if (out->meta()) leftover(out->meta()->free_symbols(), "the shape of %" + out->name());
+  }
+  result.changed = had_symbols || substituted > 0 || erased > 0;
+  result.stats["validated_guards"] = guards;
+  result.stats["substituted"] = substituted;
+  result.stats["erased_scalar_nodes"] = erased;
+  return result;
+}
+
+check::PassResult concretize_pass(ir::Graph& graph, const check::PassOptions& options) {
+  return concretize_pass_with(graph, options, ConcretizeBehaviour{});
+}
+
+void register_chunk_passes(check::PassRegistry& registry) {
+  using check::NumericsEffect;
+  registry.add({"chunk",
+                "Split module regions into two chunks on the batch or sequence dimension (EP overlap)",
+                {{"mode", "chunked dimension: batch or seq (seq: MoE regions only)", "batch", {"batch", "seq"}},
+                 {"modules", "comma-separated module patterns, '*' matches one FQN component", "layers.*", {}},
+                 {"early-accumulation",
+                  "add parameter-gradient partials right after their reduction (may change numerics)", "true",
+                  {"true", "false"}},
+                 {"symbol", "the chunk symbol (default: the graph's only symbol)", "", {}}},
+                NumericsEffect::Changes, false},
+               chunk_pass);
+  registry.add({"concretize",
+                "Substitute every symbol's hint after validating the recorded guards; no symbol may remain",
+                {},
+                NumericsEffect::Preserves, true},
+               concretize_pass);
+}
+
+}  // namespace passcheck::passes
