@@ -539,7 +539,7 @@ class ChunkRewriter {
           std::all_of(v0->uses().begin(), v0->uses().end(), [&](const ir::Use& u) { return !external(u) || u.is_graph_output(); }) &&
           accumulate_early(v0, v1, region))
         return;
-      m = graph_.create("aten::add", {ir::Arg::of(v0), ir::Arg::of(v1)}, after->next());
+      m = graph_.create("aten::add.Tensor", {ir::Arg::of(v0), ir::Arg::of(v1)}, after->next());
       m->add_output(ir::ValueType::Tensor, full, orig);
       ++materialized_add_;
     }
@@ -618,7 +618,7 @@ class ChunkRewriter {
     }
     ir::Value* p0 = chain0[point]->output();
     ir::Value* p1 = chain1[point]->output();
-    ir::Node* add = graph_.create("aten::add", {ir::Arg::of(p0), ir::Arg::of(p1)}, chain1[point]->next());
+    ir::Node* add = graph_.create("aten::add.Tensor", {ir::Arg::of(p0), ir::Arg::of(p1)}, chain1[point]->next());
     add->meta() = chain0[point]->meta();
     mark(add, region.root, "materialization", -1, original_name_.at(v0));
     add->meta().custom["chunk_early_accumulation"] = "1";
