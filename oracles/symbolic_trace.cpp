@@ -48,9 +48,10 @@ SymbolicTrace trace_symbolic(const SymbolicTraceOptions& options) {
   symbol.max = hint;
   symbol.multiple_of = 2;
   // Fit on the hint and a second size inside the range where there is one (the lower
-  // bound), confirm on a third outside it; sizes below 2 could take broadcasting paths.
+  // bound), confirm on sizes outside it (the fourth confirms quadratic fits such as
+  // [seq, seq] strides); sizes below 2 could take broadcasting paths.
   SymbolicTrace result;
-  result.traced_at = {hint, hint / 2 >= 2 ? hint / 2 : hint + 4, hint + 2};
+  result.traced_at = {hint, hint / 2 >= 2 ? hint / 2 : hint + 6, hint + 2, hint + 4};
   std::vector<trace::TracedProgram> programs;
   std::vector<sym::TraceAt> traces;
   for (int64_t value : result.traced_at) {

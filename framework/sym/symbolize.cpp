@@ -106,20 +106,39 @@ class Symbolizer {
     return it == value_maps_[t].end() ? nullptr : it->second;
   }
 
-  // a*s + b through every (value, observation) pair; nullopt when not affine with
-  // integer coefficients.
+  // a*s + b, or a*s^2 + b*s + c (attention scores are [seq, seq], their strides grow
+  // with seq^2), through every (value, observation) pair; fitted on the first traces
+  // and confirmed on the others, nullopt when no such polynomial with integer
+  // coefficients fits.
   std::optional<Expr> fit(const std::vector<int64_t>& observed) const {
     bool all_equal = true;
     for (int64_t o : observed) all_equal = all_equal && o == observed[0];
     if (all_equal) return Expr::constant(observed[0]);
-    const int64_t dv = traces_[0].value - traces_[1].value;
-    const int64_t dobs = observed[0] - observed[1];
-    if (dobs % dv != 0) return std::nullopt;
-    const int64_t a = dobs / dv;
-    const int64_t b = observed[0] - a * traces_[0].value;
-    for (size_t t = 2; t < traces_.size(); ++t)
-      if (a * traces_[t].value + b != observed[t]) return std::nullopt;
-    return a * Expr::symbol(symbol_.name) + b;
+    auto v = [&](size_t t) { return traces_[t].value; };
+    auto fits = [&](int64_t a, int64_t b, int64_t c) {
+      for (size_t t = 0; t < traces_.size(); ++t)
+        if (a * v(t) * v(t) + b * v(t) + c != observed[t]) return false;
+      return true;
+    };
+    const Expr s = Expr::symbol(symbol_.name);
+    // Slope between traces i and j: a*(vi + vj) + b, an integer when the fit is integral.
+    auto slope = [&](size_t i, size_t j) -> std::optional<int64_t> {
+      const int64_t dv = v(i) - v(j), dobs = observed[i] - observed[j];
+      if (dobs % dv != 0) return std::nullopt;
+      return dobs / dv;
+    };
+    if (auto m01 = slope(0, 1)) {
+      const int64_t b = *m01, c = observed[0] - b * v(0);
+      if (fits(0, b, c)) return b * s + c;
+    }
+    if (traces_.size() < 4) return std::nullopt;  // a quadratic fit needs a fourth trace to confirm
+    auto m01 = slope(0, 1), m12 = slope(1, 2);
+    if (!m01 || !m12 || (*m01 - *m12) % (v(0) - v(2)) != 0) return std::nullopt;
+    const int64_t a = (*m01 - *m12) / (v(0) - v(2));
+    const int64_t b = *m01 - a * (v(0) + v(1));
+    const int64_t c = observed[0] - a * v(0) * v(0) - b * v(0);
+    if (!fits(a, b, c)) return std::nullopt;
+    return a * (s * s) + b * s + c;
   }
 
   std::string observations(const std::vector<int64_t>& observed) const {
@@ -156,7 +175,7 @@ class Symbolizer {
         auto e = fit(observed);
         if (!e) {
           std::string what = where + ": " + (strides ? "stride " : "size ") + std::to_string(d) +
-                             " is not affine in " + symbol_.name + " (" + observations(observed) + ")";
+                             " is not a polynomial of degree <= 2 in " + symbol_.name + " (" + observations(observed) + ")";
           if (node) fail_node(1, *node, (*same)[1], what);
           fail_graph(1, what);
         }
@@ -195,7 +214,8 @@ class Symbolizer {
       for (const ir::Arg* a : args) observed.push_back(a->i);
       auto e = fit(observed);
       if (!e)
-        fail_node(1, *same[0], same[1], where + " is not affine in " + symbol_.name + " (" + observations(observed) + ")");
+        fail_node(1, *same[0], same[1],
+                  where + " is not a polynomial of degree <= 2 in " + symbol_.name + " (" + observations(observed) + ")");
       return ir::Arg::symbolic(*e);
     }
     if (a0.kind == ir::Arg::Kind::List) {

@@ -119,6 +119,7 @@ class ChunkRewriter {
     result.stats["early_accumulations"] = early_accumulations_;
     result.stats["mutation_chains"] = mutation_chains_;
     result.stats["claims"] = claims_;
+    result.stats["duplicate_claims"] = duplicate_claims_;
     return result;
   }
 
@@ -236,7 +237,13 @@ class ChunkRewriter {
     return (n.num_outputs() ? "%" + n.output()->name() : std::string("()")) + " = " + n.op();
   }
 
+  // One claim per distinct statement: the 6 layers' reshapes repeat the same few facts,
+  // and proving each copy again would only multiply solver time.
   void claim(const std::string& kind, const std::string& subject, const std::string& description, const Expr& condition) {
+    if (!claimed_.insert({kind, condition.to_string()}).second) {
+      ++duplicate_claims_;
+      return;
+    }
     graph_.add_claim(sym::Claim{kind, "chunk", subject, description, condition});
     ++claims_;
   }
@@ -336,9 +343,10 @@ class ChunkRewriter {
     }
     // Element count preserved by the halved reshape (needs every size explicit).
     const ir::Value* in = n.arg(0).is_value() ? n.arg(0).value : nullptr;
-    if (!in || !in->meta()) return;
+    const ir::TensorMeta* in_meta = in ? full_meta(in) : nullptr;
+    if (!in_meta) return;
     Expr in_numel = Expr::constant(1), out_numel = Expr::constant(1);
-    for (const Expr& e : in->meta()->size_exprs()) in_numel = in_numel * e;
+    for (const Expr& e : in_meta->size_exprs()) in_numel = in_numel * e;
     for (const ir::Arg& entry : sizes.list) {
       auto e = entry.as_int_expr();
       if (!e || (e->as_constant() && *e->as_constant() == -1)) return;
@@ -573,12 +581,17 @@ class ChunkRewriter {
                      " dimension and is not a sum over it: it cannot be materialized by cat or by add");
   }
 
+  // Metadata of a value before chunking: body outputs and split halves have been
+  // halved in place, the rest never changes.
+  const ir::TensorMeta* full_meta(const ir::Value* v) const {
+    if (auto it = original_meta_.find(v); it != original_meta_.end()) return &it->second;
+    if (auto half = split_source_.find(v); half != split_source_.end()) v = half->second;
+    return v->meta() ? &*v->meta() : nullptr;
+  }
+
   // The full (unhalved) extent in the chunk dimension of a body value or split half.
   std::optional<Expr> original_input_extent(const ir::Value* in) const {
-    const ir::TensorMeta* full = nullptr;
-    if (auto it = original_meta_.find(in); it != original_meta_.end()) full = &it->second;
-    else if (auto half = split_source_.find(in); half != split_source_.end() && half->second->meta())
-      full = &*half->second->meta();
+    const ir::TensorMeta* full = full_meta(in);
     if (!full) return std::nullopt;
     for (const Expr& e : full->sym_sizes)
       if (e.contains_symbol(symbol_)) return e;
@@ -644,13 +657,14 @@ class ChunkRewriter {
   std::map<std::string, int64_t> hints_;
   std::unordered_map<const ir::Node*, std::string> node_root_;
   const ir::Node* random_node_ = nullptr;  // the body's random op, in the region being rewritten
+  std::set<std::pair<std::string, std::string>> claimed_;  // (kind, condition text)
   // Body outputs before halving, and the live-in each split half comes from.
   std::unordered_map<const ir::Value*, ir::TensorMeta> original_meta_;
   std::unordered_map<const ir::Value*, std::string> original_name_;
   std::unordered_map<const ir::Value*, const ir::Value*> split_source_;
   std::map<std::string, ChunkMap> per_chunk_;
   int64_t splits_ = 0, chunked_nodes_ = 0, materialized_cat_ = 0, materialized_add_ = 0, early_accumulations_ = 0,
-          mutation_chains_ = 0, claims_ = 0;
+          mutation_chains_ = 0, claims_ = 0, duplicate_claims_ = 0;
 };
 
 }  // namespace
