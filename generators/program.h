@@ -33,6 +33,16 @@ enum class OpKind {
   MaxDim, Topk, VarMean,
   BufferUpdate,
   Dropout, Bernoulli, RandMask,
+  // Chunkable mode only (ProgramGenOptions::chunkable), appended so that the kinds above
+  // keep their positions and existing seeds generate what they always did:
+  /// MoE-like routing: router logits x @ Wg over `experts` experts, softmax, top_k over
+  /// the scores plus a buffer expert_bias, gates gathered from the unbiased scores,
+  /// scattered into a dense [batch, E] combine matrix; the experts are one stacked
+  /// parameter [E, d, d] run with bmm on every row and combined. Keeps the width.
+  Route,
+  /// One in-place update of a buffer tokens_per_expert [E]: the rows' top_k of the first
+  /// E columns, counted one-hot over the rows, added under no-grad. Returns x.
+  CountUpdate,
 };
 
 /// Short snake_case name of an operation (also its submodule name prefix).
@@ -44,6 +54,8 @@ struct OpSpec {
   OpKind kind = OpKind::Relu;
   int64_t out = 2;    ///< output width (Linear, Matmul, Bmm only)
   bool bias = false;  ///< Linear only: addmm instead of mm
+  int64_t experts = 2;  ///< Route, CountUpdate: E (CountUpdate uses min(E, width))
+  int64_t top_k = 1;    ///< Route, CountUpdate: k (at most E)
 };
 
 /// How a layer ends: every choice bounds the values the next layer sees (tanh times a
@@ -84,6 +96,17 @@ rc::Gen<ProgramSpec> arbitrary_program(const ProgramGenOptions& options = {});
 /// The training subject running `spec`, parameters seeded from `seed`, on `device`.
 std::unique_ptr<models::TrainingSubject> make_program_subject(const ProgramSpec& spec, uint64_t seed,
                                                               c10::Device device = c10::Device(c10::DeviceType::CPU));
+/// Same with full subject options: options.seed seeds the parameters and a non-zero
+/// options.batch_size replaces spec.batch (so the batch can be traced at several sizes,
+/// oracles/symbolic_trace.h). The parameters do not depend on the batch size.
+std::unique_ptr<models::TrainingSubject> make_program_subject(const ProgramSpec& spec,
+                                                              const models::SubjectOptions& options);
+
+/// The spec in one line of text, and back (repro files of chunk cases carry the program
+/// itself, so a replay does not depend on the generator). decode_spec throws
+/// std::invalid_argument on malformed text.
+std::string encode_spec(const ProgramSpec& spec);
+ProgramSpec decode_spec(const std::string& text);
 
 /// The spec generated for `seed` at RapidCheck size `size` (deterministic).
 ProgramSpec program_for_seed(uint64_t seed, const ProgramGenOptions& options = {}, int size = 100);

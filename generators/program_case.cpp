@@ -3,8 +3,15 @@
 // on the seed alone; the same seed also seeds the parameters and the input seed.
 #include "generators/program_case.h"
 
+#include "framework/check/chunk_properties.h"
+#include "framework/compat/torch_compat.h"
 #include "generators/program.h"
+#include "oracles/chunked_training.h"
 #include "oracles/training_driver.h"
+
+#include <chrono>
+#include <sstream>
+#include <stdexcept>
 
 namespace passcheck::gen {
 
@@ -20,6 +27,162 @@ GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options) {
   c.int_high = spec.int_high();
   c.description = spec.describe();
   return c;
+}
+
+std::string ChunkConfig::str() const {
+  std::ostringstream os;
+  os << "mode=" << mode << " modules=" << modules << " early-accumulation=" << (early_accumulation ? "true" : "false")
+     << " steps=" << steps << " optimizer=" << optimizer;
+  return os.str();
+}
+
+ChunkConfig ChunkConfig::parse(const std::string& text) {
+  ChunkConfig c;
+  std::istringstream in(text);
+  for (std::string kv; in >> kv;) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("chunk configuration: expected key=value, got '" + kv + "'");
+    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "mode") {
+      oracles::parse_symbolic_dim(v);  // throws on an unknown mode
+      c.mode = v;
+    } else if (k == "modules") {
+      if (v.empty()) throw std::invalid_argument("chunk configuration: empty modules");
+      c.modules = v;
+    } else if (k == "early-accumulation") {
+      if (v != "true" && v != "false") throw std::invalid_argument("chunk configuration: early-accumulation must be true or false");
+      c.early_accumulation = v == "true";
+    } else if (k == "steps") {
+      try {
+        c.steps = std::stoi(v);
+      } catch (const std::exception&) {
+        throw std::invalid_argument("chunk configuration: steps must be an integer, got '" + v + "'");
+      }
+      if (c.steps < 1) throw std::invalid_argument("chunk configuration: steps must be at least 1");
+    } else if (k == "optimizer") {
+      oracles::parse_optimizer(v);
+      c.optimizer = v;
+    } else {
+      throw std::invalid_argument("chunk configuration: unknown key '" + k + "'");
+    }
+  }
+  return c;
+}
+
+namespace {
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+ChunkCase generate_chunk_case(uint64_t seed, const ProgramGenOptions& options) {
+  ProgramGenOptions o = options;
+  o.chunkable = true;
+  ProgramSpec spec = program_for_seed(seed, o, static_cast<int>(seed % 101));
+  ChunkCase c;
+  c.program = encode_spec(spec);
+  c.seed = seed;
+  c.description = spec.describe();
+  const uint64_t h = mix(seed);
+  const size_t n = spec.layers.size();
+  // Half the cases chunk every layer; the others one layer, or the first and the last.
+  switch (h % 4) {
+    case 2: c.config.modules = "layers." + std::to_string((h >> 8) % n); break;
+    case 3: c.config.modules = n >= 2 ? "layers.0,layers." + std::to_string(n - 1) : "layers.*"; break;
+    default: break;
+  }
+  c.config.optimizer = (h >> 16) % 2 ? "adam" : "sgd";
+  return c;
+}
+
+ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& registry, const std::string& chunk_pass,
+                               const std::string& concretize_pass) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ChunkCaseResult result;
+  auto done = [&] {
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return result;
+  };
+  try {
+    ProgramSpec spec = decode_spec(c.program);
+    // The passes under test, wrapped to observe the graph they leave: the chunked graph
+    // before concretize (the invariants need its chunk metadata and symbols) and the
+    // concretized one.
+    struct Observed {
+      bool chunked = false, concretized = false;
+      std::vector<std::string> invariants, symbols;
+    };
+    auto observed = std::make_shared<Observed>();
+    check::PassRegistry wrapped = registry;
+    {
+      check::RegisteredPass chunk = registry.get(chunk_pass);
+      check::PassInfo info = chunk.info;
+      info.name = "observed-" + chunk_pass;
+      wrapped.add(info, [run = chunk.run, observed](ir::Graph& g, const check::PassOptions& o) {
+        check::PassResult r = run(g, o);
+        observed->chunked = true;
+        observed->invariants = check::check_chunk_invariants(g);
+        return r;
+      });
+      check::RegisteredPass concretize = registry.get(concretize_pass);
+      info = concretize.info;
+      info.name = "observed-" + concretize_pass;
+      wrapped.add(info, [run = concretize.run, observed](ir::Graph& g, const check::PassOptions& o) {
+        check::PassResult r = run(g, o);
+        observed->concretized = true;
+        observed->symbols = check::find_symbols(g);
+        return r;
+      });
+    }
+    oracles::ChunkedTrainingOptions options;
+    options.model = "program";
+    options.subject.seed = c.seed;
+    options.make_subject = [spec](const models::SubjectOptions& o) { return make_program_subject(spec, o); };
+    options.steps = c.config.steps;
+    options.dim = oracles::parse_symbolic_dim(c.config.mode);
+    options.modules = c.config.modules;
+    options.early_accumulation = c.config.early_accumulation;
+    options.registry = &wrapped;
+    options.chunk_pass = "observed-" + chunk_pass;
+    options.concretize_pass = "observed-" + concretize_pass;
+    options.require_proofs = false;  // reported below, with the training still run
+    options.optimizer = oracles::parse_optimizer(c.config.optimizer);
+    std::string error;
+    oracles::ChunkedTrainingReport report;
+    try {
+      report = oracles::run_graph_chunked_vs_eager_chunked(options);
+      result.report = report.format();
+    } catch (const c10::Error& e) {
+      error = compat::error_message(e);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    for (const sym::ClaimResult& r : report.proofs.results)
+      if (r.verdict != sym::Verdict::Proved) result.violations.push_back("chunk claim not proved: " + r.format());
+    for (const std::string& v : observed->invariants) result.violations.push_back("chunk invariant violated: " + v);
+    for (const std::string& v : observed->symbols) result.violations.push_back("symbol left after concretize: " + v);
+    if (!error.empty()) {
+      std::string where = !observed->chunked ? "before or in " + chunk_pass
+                          : !observed->concretized ? "between " + chunk_pass + " and " + concretize_pass
+                                                   : "after " + concretize_pass;
+      result.violations.push_back("chunked training failed (" + where + "): " + error);
+    } else {
+      for (const oracles::StepReport& step : report.driver.steps) {
+        for (const std::string& p : step.problems)
+          result.violations.push_back("graph chunking differs from eager chunking: step " + std::to_string(step.step) + ": " + p);
+        for (const check::TensorComparison& t : step.comparisons)
+          if (!t.equal)
+            result.violations.push_back("graph chunking differs from eager chunking: step " + std::to_string(step.step) +
+                                        " `" + t.name + "`: " + t.problem);
+      }
+    }
+  } catch (const std::exception& e) {
+    result.violations.push_back(std::string("chunk case setup failed: ") + e.what());
+  }
+  return done();
 }
 
 }  // namespace passcheck::gen

@@ -5,6 +5,7 @@
 // the input seed and the pipeline.
 #pragma once
 
+#include "framework/check/pass.h"
 #include "framework/ir/graph.h"
 
 #include <cstdint>
@@ -21,7 +22,15 @@ struct ProgramGenOptions {
   bool allow_bf16 = true;
   bool allow_random_ops = true;       ///< dropout, bernoulli, rand-like ops
   bool allow_buffer_updates = true;   ///< in-place updates of module buffers
+  /// Programs the chunk pass supports (passes/chunk): an even batch of at least 2, no
+  /// random ops, no BufferUpdate (it updates its buffer twice), and the MoE-like Route
+  /// and CountUpdate operations (one in-place update per buffer). Off: the vocabulary
+  /// and the draws are exactly those of the plain generator.
+  bool chunkable = false;
 };
+
+/// The options of chunk fuzzing: chunkable programs, small widths.
+ProgramGenOptions chunkable_options();
 
 struct GeneratedCase {
   std::shared_ptr<ir::Graph> graph;  ///< the traced joint graph (forward, loss, backward)
@@ -32,5 +41,50 @@ struct GeneratedCase {
 
 /// The case for `seed`: the same seed always gives the same case.
 GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options = {});
+
+// ---------------------------------------------------------------------------------
+// Chunk cases (passes/chunk): a chunkable program, its seed and a chunk configuration,
+// run by oracles::run_graph_chunked_vs_eager_chunked. Unlike a graph case, replaying one
+// needs the program (the eager-chunked oracle runs the module tree), so a repro file
+// carries the program text (encode_spec) and the configuration text.
+
+struct ChunkConfig {
+  std::string mode = "batch";          ///< oracles::SymbolicDim
+  std::string modules = "layers.*";    ///< module patterns, comma-separated
+  bool early_accumulation = false;
+  int steps = 2;
+  std::string optimizer = "sgd";       ///< oracles::OptimizerKind
+  /// "mode=batch modules=layers.* early-accumulation=false steps=2 optimizer=sgd"
+  std::string str() const;
+  /// Inverse of str(); throws std::invalid_argument.
+  static ChunkConfig parse(const std::string& text);
+};
+
+struct ChunkCase {
+  std::string program;   ///< gen::encode_spec text of the program
+  uint64_t seed = 0;     ///< parameters and batches (models::SubjectOptions::seed)
+  ChunkConfig config;
+  std::string description;  ///< the program, one line per layer
+};
+
+/// The chunk case for `seed` (deterministic): a program from `options` (chunkable) and a
+/// configuration varying the module patterns and the optimizer.
+ChunkCase generate_chunk_case(uint64_t seed, const ProgramGenOptions& options = chunkable_options());
+
+struct ChunkCaseResult {
+  /// One message per violated promise (empty: the case holds): every claim proved, the
+  /// chunk invariants on the chunked graph (check_chunk_invariants, before concretize),
+  /// no symbol left after concretize (find_symbols), graph chunking bitwise equal to
+  /// eager chunking; a thrown error (a pass refusing the program included) is one too.
+  std::vector<std::string> violations;
+  std::string report;     ///< the oracle's report when it ran to the end
+  double seconds = 0;
+};
+
+/// Runs `c` with `chunk_pass` and `concretize_pass` of `registry` (real passes or
+/// mutants); never throws for a failing case.
+ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& registry,
+                               const std::string& chunk_pass = "chunk",
+                               const std::string& concretize_pass = "concretize");
 
 }  // namespace passcheck::gen

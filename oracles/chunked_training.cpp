@@ -32,6 +32,8 @@ ChunkedTrainingReport run_graph_chunked_vs_eager_chunked(const ChunkedTrainingOp
   trace_options.subject = options.subject;
   trace_options.dim = options.dim;
   trace_options.make_subject = options.make_subject;
+  // A factory's subject cannot be rebuilt on the meta device by name (trace_subject).
+  trace_options.trace_on_meta = !options.make_subject;
   SymbolicTrace symbolic = trace_symbolic(trace_options);
   report.traced_at = symbolic.traced_at;
   report.symbolize_seconds = symbolic.seconds;

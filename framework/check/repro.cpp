@@ -61,6 +61,8 @@ std::string format_repro(const Repro& r, const std::string& path) {
   }
   os << "#! seed: " << r.seed << "\n";
   os << "#! int-high: " << r.int_high << "\n";
+  if (!r.chunk.empty()) os << "#! chunk: " << one_line(r.chunk) << "\n";
+  if (!r.program.empty()) os << "#! program: " << one_line(r.program) << "\n";
   if (!r.case_description.empty()) os << "#! case: " << one_line(r.case_description) << "\n";
   if (!r.property.empty()) os << "#! property: " << r.property << "\n";
   for (const auto& m : r.messages) os << "#! message: " << one_line(m) << "\n";
@@ -166,6 +168,12 @@ Repro parse_repro(const std::string& text, const std::string& path) {
     } else if (key == "int-high") {
       r.int_high = to_int("int-high");
       if (r.int_high < 1) throw ReproError(path, lineno, "int-high must be at least 1");
+    } else if (key == "chunk") {
+      if (value.empty()) throw ReproError(path, lineno, "empty chunk configuration");
+      r.chunk = value;
+    } else if (key == "program") {
+      if (value.empty()) throw ReproError(path, lineno, "empty program");
+      r.program = value;
     } else if (key == "case") {
       r.case_description = value;
     } else if (key == "property") {
@@ -179,6 +187,8 @@ Repro parse_repro(const std::string& text, const std::string& path) {
     }
   }
   int last = static_cast<int>(lines.size());
+  if (r.chunk.empty() != r.program.empty())
+    throw ReproError(path, last, "a chunk case needs both '#! chunk: ...' and '#! program: ...'");
   if (!have_pipeline) throw ReproError(path, last, "missing '#! pipeline: ...'");
   if (!have_seed) throw ReproError(path, last, "missing '#! seed: ...'");
   if (section == Section::Header || trim(r.original).empty()) throw ReproError(path, last, "missing the '# original' graph section");
@@ -228,6 +238,8 @@ PassPropertyReport check_case(const ir::Graph& graph, const std::string& pipelin
 }
 
 PassPropertyReport replay(const Repro& repro, const PassRegistry& registry) {
+  if (repro.is_chunk_case())
+    throw std::invalid_argument("a chunk case replays through the program generator: passcheck repro FILE");
   std::unique_ptr<ir::Graph> graph = ir::parse_graph(repro.graph_text(), "<repro graph>");
   return check_case(*graph, repro.pipeline, repro.seed, repro.int_high, registry);
 }

@@ -37,6 +37,13 @@ struct Repro {
   std::string case_description; ///< where the graph came from (one line)
   std::string property;         ///< pass-properties, remat-properties, crash, timeout ("" while pending)
   std::vector<std::string> messages;  ///< the violations (one line each)
+  /// Chunk cases (passcheck fuzz --chunk): the chunk configuration (gen::ChunkConfig
+  /// text) and the program (gen::encode_spec text); seed is then the subject seed and the
+  /// pipeline "<chunk pass>,<concretize pass>". Replayed by `passcheck repro` through the
+  /// program generator, not by replay() below; empty for graph cases.
+  std::string chunk;
+  std::string program;
+  bool is_chunk_case() const { return !chunk.empty(); }
   std::string original;         ///< graph text as generated
   std::string minimized;        ///< graph text after shrinking ("" when not minimized)
   /// The graph a replay runs: the minimized one when present.
@@ -56,7 +63,8 @@ Repro read_repro(const std::string& path);
 bool pipeline_has_remat(const std::string& pipeline, const PassRegistry& registry);
 
 /// Runs check_pass_properties (plus check_remat_properties when the pipeline has remat)
-/// on the repro's graph with exec::make_inputs(graph, {seed, int_high}).
+/// on the repro's graph with exec::make_inputs(graph, {seed, int_high}). Throws
+/// std::invalid_argument for a chunk case (it needs the program, not only the graph).
 PassPropertyReport replay(const Repro& repro, const PassRegistry& registry);
 /// Same on an explicit graph and pipeline (what the fuzzer and the minimizer run).
 PassPropertyReport check_case(const ir::Graph& graph, const std::string& pipeline, uint64_t seed, int64_t int_high,

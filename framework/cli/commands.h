@@ -61,6 +61,8 @@ struct ChunkArgs {
   int64_t batch_size = 0;
   int64_t seq_len = 0;
   unsigned timeout_ms = 5000;
+  /// Write the chunked graph (before concretization, claims included) here.
+  std::string out_graph;
   /// With early accumulation on: the largest ULP distance accepted.
   uint64_t tolerance_ulp = 64;
 };
@@ -109,6 +111,9 @@ struct FuzzArgs {
   /// Differential mode (mutation score): a case counts as a failure only when the same
   /// pipeline with this pass in place of --pass passes it.
   std::string baseline_pass;
+  /// Chunk fuzzing (chunk mode, "batch"): cases are chunkable programs run through
+  /// gen::run_chunk_case; the pipeline is "<chunk pass>,<concretize pass>".
+  std::string chunk;
 };
 int run_fuzz(const FuzzArgs& args);
 

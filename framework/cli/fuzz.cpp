@@ -24,6 +24,7 @@
 #include "suites/mutants/ac_mutants.h"
 #include "suites/mutants/test_passes.h"
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
+#include "generators/program.h"
 #include "generators/program_case.h"
 #endif
 
@@ -70,7 +71,10 @@ check::PassRegistry make_registry(const std::vector<std::string>& extra) {
   check::PassRegistry registry;
   check::register_builtin_passes(registry);
   for (const auto& set : extra) {
-    if (set == "mutants") mutants::register_ac_mutants(registry);
+    if (set == "mutants") {
+      mutants::register_ac_mutants(registry);
+      mutants::register_chunk_mutants(registry);
+    }
     if (set == "test") mutants::register_test_passes(registry);
   }
   return registry;
@@ -96,6 +100,11 @@ uint64_t splitmix64(uint64_t x) {
 std::string case_pipeline(const FuzzArgs& args, uint64_t case_seed) {
   if (!args.pipeline.empty()) return args.pipeline;
   const std::string& p = args.pass;
+  if (!args.chunk.empty()) {
+    // Chunk mode: "<chunk pass>,<concretize pass>", --pass standing in for one of them.
+    if (p.empty()) return "chunk,concretize";
+    return p.find("concretize") != std::string::npos ? "chunk," + p : p + ",concretize";
+  }
   static const char* policies[] = {"default", "eager", "full"};
   std::string policy = policies[case_seed % 3];
   if (p == "remat" || p.rfind("mutant-remat", 0) == 0)
@@ -103,6 +112,15 @@ std::string case_pipeline(const FuzzArgs& args, uint64_t case_seed) {
   if (p == "sac-tag") return "ac-regions,sac-tag{policy=" + policy + "}";
   if (p == "apply-ac") return "ac-regions,apply-ac";
   return p;
+}
+
+// The chunk and concretize passes a chunk-mode pipeline names.
+std::pair<std::string, std::string> chunk_passes_of(const std::string& pipeline, const check::PassRegistry& registry) {
+  std::vector<check::PassInvocation> passes = check::parse_pipeline(pipeline, registry);
+  if (passes.size() != 2 || !passes[0].options.empty() || !passes[1].options.empty())
+    throw std::invalid_argument("a chunk pipeline names two passes without options, the chunk pass then the "
+                                "concretize pass (e.g. chunk,concretize); got '" + pipeline + "'");
+  return {passes[0].name, passes[1].name};
 }
 
 struct CaseGraph {
@@ -197,6 +215,8 @@ struct Shrunk {
 Shrunk minimize_repro(const std::string& in, const std::string& out, const check::PassRegistry& registry,
                       double seconds, int64_t timeout_ms, bool verbose) {
   check::Repro r = check::read_repro(in);
+  if (r.is_chunk_case())
+    throw std::invalid_argument(in + ": a chunk case is a program, not a graph; it cannot be minimized");
   if (r.status != "failed" && r.status != "crash")
     throw std::invalid_argument(in + ": status is '" + r.status + "'; only failed and crash repros can be minimized");
   std::unique_ptr<ir::Graph> g = ir::parse_graph(r.graph_text(), in);
@@ -227,13 +247,26 @@ struct Running {
 
 int run_fuzz(const FuzzArgs& args) {
   return guarded("fuzz", [&]() -> int {
-    if (args.pipeline.empty() == args.pass.empty()) throw std::invalid_argument("give exactly one of --pipeline and --pass");
+    if (!args.pipeline.empty() && !args.pass.empty()) throw std::invalid_argument("give exactly one of --pipeline and --pass");
+    if (args.pipeline.empty() && args.pass.empty() && args.chunk.empty())
+      throw std::invalid_argument("give exactly one of --pipeline and --pass");
     if (!args.baseline_pass.empty() && args.pass.empty()) throw std::invalid_argument("--baseline-pass needs --pass");
     if (args.jobs < 1) throw std::invalid_argument("--jobs must be at least 1");
     std::vector<std::string> sets = registry_sets(args.mutants, args.test_passes);
     check::PassRegistry registry = make_registry(sets);
     check::parse_pipeline(case_pipeline(args, 0), registry);  // bad names fail here, before any case
     int64_t max_cases = args.cases > 0 ? args.cases : (args.seconds > 0 ? 0 : 100);
+    const bool chunk_mode = !args.chunk.empty();
+    if (chunk_mode) {
+      if (args.chunk != "batch")
+        throw std::invalid_argument("--chunk " + args.chunk + ": generated programs have no sequence dimension; "
+                                    "only batch chunking can be fuzzed");
+      if (args.models) throw std::invalid_argument("--chunk draws chunkable programs; it cannot be combined with --models");
+      chunk_passes_of(case_pipeline(args, 0), registry);
+#ifndef PASSCHECK_HAVE_PROGRAM_GEN
+      throw std::invalid_argument("--chunk needs the program generator, which this build does not have");
+#endif
+    }
     fs::create_directories(args.out);
     bool use_models = args.models;
 #ifndef PASSCHECK_HAVE_PROGRAM_GEN
@@ -303,7 +336,7 @@ int run_fuzz(const FuzzArgs& args) {
       std::cerr << "case " << r.index << " (seed " << r.seed << "): " << kind << " ("
                 << (kind == "violation" ? "property violated" : o.describe(args.timeout_ms)) << "): "
                 << (have_repro ? r.path : std::string("no repro: the case failed before writing its graph")) << "\n";
-      if (!have_repro || !args.minimize || kind == "timeout") return;
+      if (!have_repro || !args.minimize || kind == "timeout" || chunk_mode) return;
       // Minimize in a child too: the minimizer runs the buggy pass again and again.
       check::ChildOutcome m = check::run_in_child(
           [&] {
@@ -339,6 +372,39 @@ int run_fuzz(const FuzzArgs& args) {
           baseline = case_pipeline(base, seed);
         }
         r.pid = check::spawn_child([&]() -> int {
+#ifdef PASSCHECK_HAVE_PROGRAM_GEN
+          if (chunk_mode) {
+            gen::ChunkCase cc = gen::generate_chunk_case(seed);
+            cc.config.mode = args.chunk;
+            check::Repro repro;
+            repro.pipeline = pipeline;
+            repro.registries = sets;
+            repro.seed = cc.seed;
+            repro.chunk = cc.config.str();
+            repro.program = cc.program;
+            repro.case_description = "generate_chunk_case(" + std::to_string(seed) + "): " + cc.description;
+            {
+              // The program traced at the hint, for the reader (the replay runs the program).
+              models::SubjectOptions so;
+              so.seed = cc.seed;
+              auto subject = gen::make_program_subject(gen::decode_spec(cc.program), so);
+              repro.original = oracles::trace_subject(*subject, subject->batch(0), false).graph().print();
+            }
+            check::write_repro(r.path, repro);  // on disk before the passes run
+            auto [chunk_pass, concretize_pass] = chunk_passes_of(pipeline, registry);
+            gen::ChunkCaseResult result = gen::run_chunk_case(cc, registry, chunk_pass, concretize_pass);
+            if (result.violations.empty()) return 0;
+            if (!baseline.empty()) {
+              auto [base_chunk, base_concretize] = chunk_passes_of(baseline, registry);
+              if (!gen::run_chunk_case(cc, registry, base_chunk, base_concretize).violations.empty()) return 4;
+            }
+            repro.status = "failed";
+            repro.property = "chunk-properties";
+            repro.messages = result.violations;
+            check::write_repro(r.path, repro);
+            return 1;
+          }
+#endif
           CaseGraph c = make_case(seed, index, use_models);
           check::Repro repro;
           repro.pipeline = pipeline;
@@ -400,7 +466,12 @@ int run_fuzz(const FuzzArgs& args) {
               << line;
     if (!args.baseline_pass.empty())
       std::cout << baseline_fails << " cases not counted: " << args.baseline_pass << " fails them too\n";
-    if (first_failure >= 0) {
+    if (first_failure >= 0 && chunk_mode) {
+      std::printf("first failure at case %lld (%lld cases run to find it), %.1f s; repro %s (chunk case: a program, "
+                  "not minimized)\n",
+                  static_cast<long long>(first_failure), static_cast<long long>(first_failure + 1), first_failure_s,
+                  first_repro.c_str());
+    } else if (first_failure >= 0) {
       std::printf("first failure at case %lld (%lld cases run to find it), %.1f s; repro %s; minimized %zu -> %zu nodes\n",
                   static_cast<long long>(first_failure), static_cast<long long>(first_failure + 1), first_failure_s,
                   first_repro.c_str(), first_shrunk.before, first_shrunk.after);
@@ -416,6 +487,33 @@ int run_repro(const ReproArgs& args) {
     if (!args.pipeline.empty()) r.pipeline = args.pipeline;
     check::PassRegistry registry = make_registry(r.registries);
     check::parse_pipeline(r.pipeline, registry);  // unknown pass: exit 2 here
+    if (r.is_chunk_case()) {
+#ifdef PASSCHECK_HAVE_PROGRAM_GEN
+      gen::ChunkCase cc;
+      cc.program = r.program;
+      cc.seed = r.seed;
+      cc.config = gen::ChunkConfig::parse(r.chunk);
+      gen::decode_spec(cc.program);  // malformed program: exit 2 here
+      auto [chunk_pass, concretize_pass] = chunk_passes_of(r.pipeline, registry);
+      std::cout << "passcheck repro " << args.file << ": chunk case, pipeline " << r.pipeline << ", " << r.chunk
+                << ", seed " << r.seed << (r.version != PASSCHECK_VERSION ? ", written by passcheck " + r.version : "")
+                << "\n";
+      check::prepare_for_fork();
+      check::ChildOutcome o = check::run_in_child(
+          [&] {
+            gen::ChunkCaseResult result = gen::run_chunk_case(cc, registry, chunk_pass, concretize_pass);
+            for (const auto& v : result.violations) std::cout << "violation: " << v << "\n";
+            std::cout << (result.violations.empty() ? "verdict: PASSES\n" : "verdict: FAILS\n") << std::flush;
+            return result.violations.empty() ? 0 : 1;
+          },
+          args.timeout_ms);
+      if (o.kind == check::ChildOutcome::Kind::Exited && (o.exit_code == 0 || o.exit_code == 1)) return o.exit_code;
+      std::cout << "verdict: FAILS (the replay process " << o.describe(args.timeout_ms) << ")\n";
+      return 1;
+#else
+      throw std::invalid_argument("a chunk case needs the program generator, which this build does not have");
+#endif
+    }
     std::cout << "passcheck repro " << args.file << ": pipeline " << r.pipeline << ", seed " << r.seed << ", "
               << ir::parse_graph(r.graph_text(), args.file)->num_nodes() << " nodes ("
               << (r.minimized.empty() ? "original" : "minimized") << " graph)"

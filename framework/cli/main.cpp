@@ -71,6 +71,8 @@ int main(int argc, char** argv) {
   chunk_cmd->add_option("--batch", chunk.batch_size, "Batch size (0: the model's default)");
   chunk_cmd->add_option("--seq", chunk.seq_len, "Sequence length (0: the model's default)");
   chunk_cmd->add_option("--timeout-ms", chunk.timeout_ms, "Z3 time limit per claim")->capture_default_str();
+  chunk_cmd->add_option("--out-graph", chunk.out_graph,
+                        "Write the chunked graph before concretization (symbols and claims; `passcheck prove` reads it)");
   chunk_cmd->add_option("--tolerance-ulp", chunk.tolerance_ulp, "Early accumulation: largest ULP distance accepted")
       ->capture_default_str();
 
@@ -101,6 +103,9 @@ int main(int argc, char** argv) {
   fuzz_cmd->add_option("--baseline-pass", fuzz.baseline_pass,
                        "Count a failure only when this pass, in place of --pass, passes the case (e.g. remat for a mutant)");
   fuzz_cmd->add_flag("--models", fuzz.models, "Draw cases from the debug models instead of the program generator");
+  fuzz_cmd->add_option("--chunk", fuzz.chunk,
+                       "Fuzz the chunking passes in this mode (batch): chunkable programs, graph chunking against eager "
+                       "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)");
   fuzz_cmd->add_flag("!--no-minimize", fuzz.minimize, "Keep failing repros at their original size");
   fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds, "Time limit of each minimization")
       ->capture_default_str();
