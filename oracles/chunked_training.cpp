@@ -49,6 +49,7 @@ ChunkedTrainingReport run_graph_chunked_vs_eager_chunked(const ChunkedTrainingOp
     auto more = check::Pipeline::parse(options.between, *options.registry).run(*symbolic.graph);
     records.insert(records.end(), more.begin(), more.end());
   }
+  if (options.on_chunked) options.on_chunked(*symbolic.graph);
   // Proofs happen on the symbolic graph: after concretization only the hint is left.
   report.proofs = sym::prove_all(symbolic.graph->claims(), symbolic.graph->symbols(), options.prove);
   if (options.require_proofs && !report.proofs.all_proved())

@@ -33,6 +33,9 @@ struct ChunkedTrainingOptions {
   const check::PassRegistry* registry = nullptr;
   std::string chunk_pass = "chunk";
   std::string concretize_pass = "concretize";
+  /// Called with the chunked graph before concretization (symbols and claims still in
+  /// it): graph dumps, structural properties.
+  std::function<void(const ir::Graph&)> on_chunked;
   /// Refuted or unknown claims stop the run before training (off: report and go on).
   bool require_proofs = true;
   OptimizerKind optimizer = OptimizerKind::SGD;

@@ -28,6 +28,14 @@ int run_chunk(const ChunkArgs& args) {
     options.between = args.between;
     options.registry = &check::PassRegistry::global();
     options.prove.timeout_ms = args.timeout_ms;
+    if (!args.out_graph.empty())
+      options.on_chunked = [&](const ir::Graph& graph) {
+        std::ofstream out(args.out_graph);
+        if (!out) throw std::invalid_argument("cannot write '" + args.out_graph + "'");
+        out << "# passcheck chunk --model " << args.model << " --mode " << args.mode << " --modules " << args.modules
+            << ": the chunked graph before concretization\n"
+            << graph.print();
+      };
     oracles::ChunkedTrainingReport report = oracles::run_graph_chunked_vs_eager_chunked(options);
     std::cout << "passcheck chunk: " << args.model << ", " << args.mode << " chunking of " << args.modules
               << ", early gradient accumulation " << (args.early_accumulation ? "on" : "off") << ", " << args.steps
