@@ -89,8 +89,8 @@ TEST(ChunkFuzzProperties, GeneratorMakesChunkablePrograms) {
     ASSERT_EQ(gen::decode_spec(gen::encode_spec(spec)).describe(), spec.describe());
   }
   std::cout << route << " of 200 programs route, " << count << " count tokens per expert" << std::endl;
-  EXPECT_GE(route, 60);
-  EXPECT_GE(count, 60);
+  EXPECT_GE(route, 25);
+  EXPECT_GE(count, 25);
   // The plain generator never draws the chunkable-only kinds.
   for (uint64_t seed = 0; seed < 200; ++seed) {
     const gen::ProgramSpec spec = gen::program_for_seed(seed, {}, static_cast<int>(seed % 101));
@@ -182,7 +182,7 @@ TEST(ChunkFuzzProperties, CatchesMutantChunkUnchainedBufferUpdate) {
 }
 
 TEST(ChunkFuzzProperties, CatchesMutantConcretizeStaleInputSymbols) {
-  expect_caught("mutant-concretize-stale-input-symbols", false, "symbol left after concretize", 20);
+  expect_caught("mutant-concretize-stale-input-symbols", false, "left in the metadata of graph input", 20);
 }
 
 }  // namespace
