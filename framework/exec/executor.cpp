@@ -142,6 +142,16 @@ void Executor::check_inputs(const std::vector<c10::IValue>& inputs) const {
 }
 
 namespace {
+// The stride of a dimension of size 1 never addresses anything: kernels pick it freely
+// (a half batch of one row reaches bmm with another stride there than the full batch).
+bool same_layout(const std::vector<int64_t>& actual, const std::vector<int64_t>& expected,
+                 const std::vector<int64_t>& sizes) {
+  if (actual.size() != expected.size()) return false;
+  for (size_t d = 0; d < actual.size(); ++d)
+    if (sizes[d] > 1 && actual[d] != expected[d]) return false;
+  return true;
+}
+
 void check_output_meta(const ir::Value& v, const c10::IValue& iv) {
   if (v.type() != ir::ValueType::Tensor || !v.meta() || !iv.isTensor()) return;
   const at::Tensor& t = iv.toTensor();
@@ -152,7 +162,7 @@ void check_output_meta(const ir::Value& v, const c10::IValue& iv) {
     problem = std::string("dtype ") + ir::dtype_short_name(t.scalar_type()) + " but the graph says " + ir::dtype_short_name(m.dtype);
   else if (t.sizes().vec() != m.sizes)
     problem = "sizes " + ir::format_int_list(t.sizes().vec()) + " but the graph says " + ir::format_int_list(m.sizes);
-  else if (t.numel() > 1 && t.strides().vec() != m.strides)
+  else if (t.numel() > 1 && !same_layout(t.strides().vec(), m.strides, m.sizes))
     problem = "strides " + ir::format_int_list(t.strides().vec()) + " but the graph says " + ir::format_int_list(m.strides);
   if (!problem.empty()) throw ExecError("output %" + v.name() + " has " + problem);
 }

@@ -572,6 +572,10 @@ class ChunkRewriter {
         }
         break;
       }
+      if (const ir::Value* scaled = scaled_body_operand(*p)) {
+        cur = scaled;  // c*a0 + c*a1 = c*(a0 + a1): a scaled partial sum is a partial sum
+        continue;
+      }
       if (!is_rearrangement(*p) || !p->arg(0).is_value()) break;
       cur = p->arg(0).value;
       if (cur->is_graph_input() || cur->producer()->meta().custom.count("chunk_id") == 0) break;
@@ -587,6 +591,22 @@ class ChunkRewriter {
     if (auto it = original_meta_.find(v); it != original_meta_.end()) return &it->second;
     if (auto half = split_source_.find(v); half != split_source_.end()) v = half->second;
     return v->meta() ? &*v->meta() : nullptr;
+  }
+
+  // For a mul/div of exactly one body value by values shared by both chunks (a
+  // parameter-derived factor), that body value; else null.
+  static const ir::Value* scaled_body_operand(const ir::Node& n) {
+    const std::string op = n.op_base();
+    if (op != "mul" && op != "div") return nullptr;
+    const ir::Value* body = nullptr;
+    for (size_t i = 0; i < n.num_operands(); ++i) {
+      const ir::Value* v = n.operand(i);
+      const bool per_chunk = !v->is_graph_input() && v->producer()->meta().custom.count("chunk_id") > 0;
+      if (!per_chunk) continue;
+      if (body || (op == "div" && i != 0)) return nullptr;  // two body factors, or a body divisor
+      body = v;
+    }
+    return body;
   }
 
   // The full (unhalved) extent in the chunk dimension of a body value or split half.

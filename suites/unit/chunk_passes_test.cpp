@@ -181,6 +181,27 @@ graph(
   EXPECT_TRUE(at::allclose(b, exact, /*rtol=*/2e-2, /*atol=*/2e-2)) << (b - exact).abs().max();
 }
 
+TEST(ChunkPass, ScaledPartialSumIsStillAddedWithAProof) {
+  // A gradient reduction multiplied by a parameter-derived factor (the gradient of
+  // w / |w|): c*a0 + c*a1 is the scaled sum, so add materialization stays sound.
+  const char* text = R"(symbol s0 in [2, 8] hint 8 multiple_of 2
+graph(
+    param %w : f32[8, 8],
+    arg %x : f32[sym(s0), 8],
+    arg %grad : f32[sym(s0), 8]):
+  %gt : f32[8, sym(s0)]{1, 8} = aten::t(%grad)  #{phase=backward, fqn="layers.0"}
+  %dw : f32[8, 8] = aten::mm(%gt, %x)  #{phase=backward, fqn="layers.0"}
+  %sign : f32[8, 8] = aten::sign(%w)  #{phase=backward, fqn="layers.0"}
+  %scaled : f32[8, 8] = aten::mul.Tensor(%dw, %sign)  #{phase=backward, fqn="layers.0"}
+  return (%scaled)
+)";
+  auto g = parse(text);
+  check::PassResult r = run_pass("chunk{early-accumulation=false}", *g);
+  EXPECT_EQ(r.stats.at("materialized_add"), 1);
+  EXPECT_EQ(count_op(*g, "aten::sign"), 1u) << "the factor is shared by both chunks";
+  EXPECT_TRUE(sym::prove_all(g->claims(), g->symbols()).all_proved());
+}
+
 // ---- errors the spec lists ---------------------------------------------------------
 
 std::string chunk_error(const std::string& text, const std::string& options = "") {
