@@ -1,19 +1,32 @@
 // Symbolic integer expressions: the shapes and integer arguments of a graph traced with
 // a symbolic dimension (framework/sym/symbolize.h), and the guards passes record about
-// them (framework/sym/claims.h). Depends on the standard library only, so the IR can
+// them (framework/sym/claim.h). Depends on the standard library only, so the IR can
 // hold expressions without pulling in Z3 or ATen.
 //
 // Expressions are immutable trees shared by pointer. Every constructor returns the
 // canonical form (simplify() is idempotent and constructors already apply it):
-// - sums are flat, constants folded, like terms merged (2*s + s -> 3*s), terms ordered;
-// - products are flat with one leading integer coefficient, factors ordered;
+// - sums are flat, constants folded, like terms merged (2*s + s -> 3*s), terms ordered
+//   by decreasing degree with the constant last ("s0*s1 + 2*s0 + 1");
+// - products are flat with one leading integer coefficient, factors ordered, and
+//   distributed over sums (2*(s + 1) -> 2*s + 2, s*(t + 1) -> s*t + s), so expressions
+//   that are equal as polynomials are equal;
 // - floordiv/mod/min/max fold constants and apply rules that hold for every integer
-//   value of the symbols (e.g. floordiv(4*s, 2) -> 2*s, floordiv(floordiv(s, 2), 3) ->
-//   floordiv(s, 6), mod(4*s, 2) -> 0, min(s, s) -> s); a rule that needs a range is not
-//   applied here (Z3 decides those);
-// - comparisons and boolean connectives fold when both sides are constants.
+//   value of the symbols (e.g. floordiv(4*s, 2) -> 2*s, floordiv(2*s + 5, 2) -> s + 2,
+//   floordiv(2*s + 2, 4) -> floordiv(s + 1, 2), floordiv(floordiv(s, 2), 3) ->
+//   floordiv(s, 6), mod(4*s + 3, 2) -> 1, mod(s - 1, 2) -> mod(s + 1, 2),
+//   min(s + 1, s) -> s); a rule that needs a range is not applied here (Z3 decides
+//   those). A zero divisor stays a node for evaluate() to report;
+// - comparisons fold when the difference of their sides is a constant (eq(2*s, s + s)
+//   -> True) and are otherwise stored with positive coefficients on both sides and the
+//   common factor divided out ("s0 < 4", "s0 >= 2", "s0 == s1 + 2");
+// - and/or are flat, sorted and deduplicated, drop True/False where neutral and fold
+//   where absorbing or when an operand's negation is also present; not() of a
+//   comparison is the opposite comparison, so a Not node only ever wraps and/or.
 // Integer semantics are Python's: floordiv rounds toward negative infinity and mod has
 // the sign of the divisor (what PyTorch's SymInt uses).
+// Constructors throw EvalError when a coefficient or folded constant leaves int64, and
+// std::invalid_argument when an operand has the wrong type (an integer given to and/or,
+// a comparison given to +).
 #pragma once
 
 #include <cstdint>
@@ -72,6 +85,8 @@ class Expr {
   Expr();
   static Expr constant(int64_t value);
   static Expr boolean(bool value);
+  /// Throws std::invalid_argument unless `name` parses back as a symbol (an identifier
+  /// that is not a keyword or function name).
   static Expr symbol(const std::string& name);
 
   Kind kind() const;
@@ -132,7 +147,10 @@ Expr simplify(const Expr& e);
 /// Replaces symbols by expressions, re-canonicalizing.
 Expr substitute(const Expr& e, const std::map<std::string, Expr>& replacements);
 /// Value with every symbol bound (booleans give 0/1); nullopt when a symbol is unbound.
-/// Throws EvalError on division or mod by zero.
+/// Throws EvalError on division or mod by zero and on int64 overflow. Every operand of
+/// and/or is evaluated (their operands are sorted, so short-circuiting would depend on
+/// the canonical order). Canonical forms may drop a division by zero of the expression
+/// they were built from (0*floordiv(s, 0) -> 0), never add one.
 std::optional<int64_t> evaluate(const Expr& e, const std::map<std::string, int64_t>& values);
 
 class EvalError : public std::runtime_error {
@@ -151,10 +169,13 @@ class ParseError : public std::runtime_error {
 /// Parses the to_string() syntax: integers, symbol names ([A-Za-z_][A-Za-z0-9_]*),
 /// + - * (binary and unary minus), floordiv(a, b), mod(a, b), min(a, b), max(a, b),
 /// == != < <= > >=, and, or, not, True, False, parentheses. Precedence (low to high):
-/// or, and, not, comparisons, + -, *.
+/// or, and, not, comparisons, + -, *. Comparisons do not chain. Errors name the column
+/// and what was found: "expected ')' at column 7, found 'x'", "unknown function 'foo'
+/// at column 1", literals beyond int64, operands of the wrong type.
 Expr parse(const std::string& text);
 
-/// Constraint that every admissible value of `symbol` satisfies (range and multiple).
+/// Constraint that every admissible value of `symbol` satisfies (range and multiple):
+/// "(mod(s0, 2) == 0) and (s0 >= 2) and (s0 <= 64)"; False when multiple_of < 1.
 Expr range_constraint(const Symbol& symbol);
 
 }  // namespace passcheck::sym

@@ -3,6 +3,12 @@
 // its condition is unsatisfiable under the symbol constraints, refuted when Z3 finds a
 // model (the counterexample), and unknown on timeout or an unsupported term: unknown is
 // never counted as proved.
+//
+// Only the symbols the claim mentions are constrained (a declaration with no admissible
+// value makes a claim over it unknown instead of vacuously proved). floordiv and mod
+// follow Python's semantics; a claim holds only where every divisor in it is nonzero, so
+// a divisor that can be zero refutes it. Every counterexample is re-checked with
+// evaluate() before it is reported; one that does not hold up makes the claim unknown.
 #pragma once
 
 #include "framework/sym/claim.h"
@@ -17,7 +23,8 @@ enum class Verdict { Proved, Refuted, Unknown };
 const char* to_string(Verdict verdict);
 
 struct ProveOptions {
-  /// Z3 timeout per claim.
+  /// Time limit per claim; 0 for none. Enforced by interrupting Z3 from a watchdog
+  /// thread (Z3 4.8.12's own timeout can deadlock).
   unsigned timeout_ms = 5000;
 };
 
@@ -26,10 +33,12 @@ struct ClaimResult {
   Verdict verdict = Verdict::Unknown;
   /// Refuted: symbol values (all admissible) for which the condition is false.
   std::map<std::string, int64_t> counterexample;
-  /// Unknown: why (Z3 reason, "undeclared symbol s1", ...).
+  /// Unknown: why (Z3 reason, "undeclared symbol s1", ...). Refuted by a zero divisor:
+  /// "division by zero: s1 - 2 is 0".
   std::string reason;
   double seconds = 0;
-  /// "refuted: cat_extent of %x (chunk): ... counterexample s0=3"
+  /// "refuted: cat_extent of %x (chunk): <description> [<condition>] counterexample
+  /// s0=3, s1=4", with " (<reason>)" appended when there is one.
   std::string format() const;
 };
 
