@@ -114,6 +114,7 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
     struct Observed {
       bool chunked = false, concretized = false;
       std::vector<std::string> invariants, symbols;
+      sym::ProofReport proofs;  // proved here too, so a concretize that throws does not hide them
     };
     auto observed = std::make_shared<Observed>();
     check::PassRegistry wrapped = registry;
@@ -131,6 +132,7 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
       info = concretize.info;
       info.name = "observed-" + concretize_pass;
       wrapped.add(info, [run = concretize.run, observed](ir::Graph& g, const check::PassOptions& o) {
+        observed->proofs = sym::prove_all(g.claims(), g.symbols());
         check::PassResult r = run(g, o);
         observed->concretized = true;
         observed->symbols = check::find_symbols(g);
@@ -160,7 +162,7 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
     } catch (const std::exception& e) {
       error = e.what();
     }
-    for (const sym::ClaimResult& r : report.proofs.results)
+    for (const sym::ClaimResult& r : observed->proofs.results)
       if (r.verdict != sym::Verdict::Proved) result.violations.push_back("chunk claim not proved: " + r.format());
     for (const std::string& v : observed->invariants) result.violations.push_back("chunk invariant violated: " + v);
     for (const std::string& v : observed->symbols) result.violations.push_back("symbol left after concretize: " + v);
