@@ -87,6 +87,11 @@ std::string DriverReport::format() const {
                   static_cast<long long>(ac.replayed_ops()), static_cast<long long>(ac.rerun_ops()));
     out += line;
   }
+  if (!steps.empty() && steps.back().eager_chunking.intercepted_calls() > 0) {
+    std::snprintf(line, sizeof line, "eager chunking (last step): %lld module calls split in two chunks\n",
+                  static_cast<long long>(steps.back().eager_chunking.intercepted_calls()));
+    out += line;
+  }
   std::snprintf(line, sizeof line, "verdict: %s (%zu tensors compared over %zu steps, %zu differ)\n",
                 equal() ? "BITWISE EQUAL" : "MISMATCH", total, steps.size(), differing);
   out += line;
@@ -129,6 +134,9 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
   if (options.steps < 1) throw std::invalid_argument("--steps must be at least 1");
   DriverReport report;
   report.model = options.model;
+  if (options.eager_checkpoint && options.eager_chunking)
+    throw std::invalid_argument("eager checkpointing and eager chunking cannot be combined: each installs the one "
+                                "module interceptor of the thread");
   if (options.make_subject && options.trace_on_meta)
     throw std::invalid_argument("trace_on_meta needs a named model, not a make_subject factory");
   auto build = [&] {
@@ -166,10 +174,13 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
         if (!config.region_parameters) config.region_parameters = module_parameters(eager->module());
         checkpointing.emplace(std::move(config));
       }
+      std::optional<EagerChunkGuard> chunking;
+      if (options.eager_chunking) chunking.emplace(*options.eager_chunking);
       at::manual_seed(options.rng_seed + static_cast<uint64_t>(step));
       eager_out = eager_step(*eager, eager->batch(step));
       sr.eager_peak_bytes = scope.peak_above_start();
       if (checkpointing) sr.eager_checkpoint = checkpointing->stats();
+      if (chunking) sr.eager_chunking = chunking->stats();
     }
     {
       exec::PeakMemoryScope scope(device);

@@ -8,6 +8,7 @@
 #include "framework/exec/executor.h"
 #include "framework/trace/traced_program.h"
 #include "oracles/eager_checkpoint.h"
+#include "oracles/eager_chunked.h"
 #include "oracles/models/subject.h"
 
 #include <functional>
@@ -43,6 +44,11 @@ struct DriverOptions {
   /// step; region_parameters defaults to the eager subject's module tree). The traced
   /// path is untouched: graph AC passes plug in through `transform`.
   std::optional<EagerCheckpointConfig> eager_checkpoint;
+  /// Run the eager path with the matching module calls split in two chunks (a fresh
+  /// EagerChunkGuard per step): the oracle graph chunking is compared against. The
+  /// traced path is untouched: chunking passes plug in through `transform`. Exclusive
+  /// with eager_checkpoint (one module interceptor per thread).
+  std::optional<EagerChunkConfig> eager_chunking;
   /// Executor options of the traced path (live-byte tracking is always switched on).
   exec::ExecutorOptions executor;
   /// Seed of the default generators, reset before each step of each path so random
@@ -64,6 +70,8 @@ struct StepReport {
   int64_t traced_peak_live_bytes = 0;
   /// What eager checkpointing did in this step (no regions when it is off).
   EagerCheckpointStats eager_checkpoint;
+  /// The module calls eager chunking split in this step (none when it is off).
+  EagerChunkStats eager_chunking;
 };
 
 struct DriverReport {

@@ -7,7 +7,12 @@
 
 #include "framework/trace/module_scope.h"
 
+#include <cmath>
+#include <limits>
+
 namespace passcheck::models {
+
+using trace::call_module;
 
 LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, const at::TensorOptions& options) {
   weight = register_parameter("weight", at::empty({out_features, in_features}, options));
@@ -28,6 +33,61 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps_, const at::TensorOptions& opti
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
   at::Tensor variance = x.pow(2).mean({-1}, /*keepdim=*/true);
   return x * at::rsqrt(variance + eps) * weight;
+}
+
+SwiGLUFeedForwardImpl::SwiGLUFeedForwardImpl(int64_t dim, int64_t hidden, const at::TensorOptions& options) {
+  // Registration order fixes named_parameters() order, and so the seeded init draws.
+  w1 = register_module("w1", std::make_shared<LinearImpl>(dim, hidden, options));
+  w2 = register_module("w2", std::make_shared<LinearImpl>(hidden, dim, options));
+  w3 = register_module("w3", std::make_shared<LinearImpl>(dim, hidden, options));
+}
+
+at::Tensor SwiGLUFeedForwardImpl::forward(const std::string& fqn, const at::Tensor& x) {
+  at::Tensor gate = call_module(fqn + ".w1", x, [this](const at::Tensor& in) { return w1->forward(in); });
+  at::Tensor up = call_module(fqn + ".w3", x, [this](const at::Tensor& in) { return w3->forward(in); });
+  at::Tensor h = at::silu(gate) * up;
+  return call_module(fqn + ".w2", h, [this](const at::Tensor& in) { return w2->forward(in); });
+}
+
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  auto sizes = x.sizes().vec();
+  at::Tensor pairs = x.reshape({sizes[0], sizes[1], sizes[2], sizes[3] / 2, 2});
+  at::Tensor x0 = pairs.select(-1, 0);
+  at::Tensor x1 = pairs.select(-1, 1);
+  at::Tensor c = cos.view({1, sizes[1], 1, sizes[3] / 2});
+  at::Tensor s = sin.view({1, sizes[1], 1, sizes[3] / 2});
+  at::Tensor r0 = x0 * c - x1 * s;
+  at::Tensor r1 = x0 * s + x1 * c;
+  return at::stack({r0, r1}, -1).flatten(3);
+}
+
+std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t head_dim, double theta, int64_t max_seq_len) {
+  int64_t half = head_dim / 2;
+  at::Tensor inv_freq = at::pow(theta, -at::arange(0, half, at::kDouble) * 2.0 / (2.0 * half));
+  at::Tensor angles = at::outer(at::arange(0, max_seq_len, at::kDouble), inv_freq);
+  return {angles.cos().to(at::kFloat), angles.sin().to(at::kFloat)};
+}
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t dim, int64_t n_heads_, const at::TensorOptions& options)
+    : n_heads(n_heads_), head_dim(dim / n_heads_) {
+  wqkv = register_module("wqkv", std::make_shared<LinearImpl>(dim, 3 * dim, options));
+  wo = register_module("wo", std::make_shared<LinearImpl>(dim, dim, options));
+}
+
+at::Tensor CausalSelfAttentionImpl::forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos,
+                                            const at::Tensor& sin) {
+  int64_t b = x.size(0), s = x.size(1), dim = x.size(2);
+  at::Tensor qkv = call_module(fqn + ".wqkv", x, [this](const at::Tensor& in) { return wqkv->forward(in); });
+  std::vector<at::Tensor> parts = qkv.split(dim, -1);
+  at::Tensor q = apply_rotary(parts[0].view({b, s, n_heads, head_dim}), cos, sin).transpose(1, 2);
+  at::Tensor k = apply_rotary(parts[1].view({b, s, n_heads, head_dim}), cos, sin).transpose(1, 2);
+  at::Tensor v = parts[2].view({b, s, n_heads, head_dim}).transpose(1, 2);
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+  at::Tensor future = at::ones({s, s}, at::TensorOptions().dtype(at::kBool).device(x.device())).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+  at::Tensor probs = at::softmax(scores, -1);
+  at::Tensor out = at::matmul(probs, v).transpose(1, 2).reshape({b, s, dim});
+  return call_module(fqn + ".wo", out, [this](const at::Tensor& in) { return wo->forward(in); });
 }
 
 void init_parameters(torch::nn::Module& module, uint64_t seed, double std) {

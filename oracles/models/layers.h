@@ -1,11 +1,16 @@
 // Building blocks of the debug models, written from primitives so they exist on both
 // the CPU (LibTorch 1.13) and GPU (2.x) builds and construct on the meta device
-// without computing: Linear (no bias), Embedding, RMSNorm, and seeded initialisation.
+// without computing: Linear (no bias), Embedding, RMSNorm, SwiGLU feed-forward, causal
+// self-attention with rotary embeddings, and seeded initialisation. llama3 and
+// deepseek_v3 share the attention and feed-forward blocks, so a fix to one reaches both.
 #pragma once
 
 #include <torch/nn/module.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
 
 namespace passcheck::models {
 
@@ -32,6 +37,36 @@ class RMSNormImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x);
   at::Tensor weight;
   double eps;
+};
+
+/// SwiGLU feed-forward w2(silu(w1 x) * w3 x); w1, w3: dim -> hidden, w2: hidden -> dim.
+/// Each projection is a module call "<fqn>.w1" / ".w3" / ".w2".
+class SwiGLUFeedForwardImpl : public torch::nn::Module {
+ public:
+  SwiGLUFeedForwardImpl(int64_t dim, int64_t hidden, const at::TensorOptions& options);
+  at::Tensor forward(const std::string& fqn, const at::Tensor& x);
+  std::shared_ptr<LinearImpl> w1, w2, w3;
+};
+
+/// Real-valued form of torchtitan's complex rotary embedding: rotates each interleaved
+/// pair (x0, x1) of x [B, S, H, D] by the angles whose cos and sin are [S, D/2].
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+/// Rotary tables (cos, sin), each [max_seq_len, head_dim / 2] float32 on the CPU:
+/// angle(p, i) = p * theta^(-2i / head_dim), computed in double and rounded once.
+std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t head_dim, double theta, int64_t max_seq_len);
+
+/// Causal multi-head self-attention: fused projection "wqkv" (dim -> 3 dim), rotary
+/// embeddings on q and k, softmax(q k^T / sqrt(head_dim)) with future positions masked,
+/// output projection "wo". Scores and mask are written from primitives (no
+/// scaled_dot_product_attention on the CPU build).
+class CausalSelfAttentionImpl : public torch::nn::Module {
+ public:
+  CausalSelfAttentionImpl(int64_t dim, int64_t n_heads, const at::TensorOptions& options);
+  /// x: [B, S, dim]; cos, sin: [S, head_dim / 2].
+  at::Tensor forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+  int64_t n_heads, head_dim;
+  std::shared_ptr<LinearImpl> wqkv, wo;
 };
 
 /// Deterministic initialisation of every parameter of `module` from `seed`:

@@ -1,7 +1,7 @@
-// llama3 debug model. Attention and RMSNorm are written from primitives (no
-// scaled_dot_product_attention / rms_norm on the CPU build). Rotary embeddings use the
-// real-valued form of torchtitan's complex rotation over interleaved pairs; the cos/sin
-// tables are buffers so the traced graph lifts them by FQN.
+// llama3 debug model. Attention, SwiGLU and RMSNorm come from layers.h, written from
+// primitives (no scaled_dot_product_attention / rms_norm on the CPU build). Rotary
+// embeddings use the real-valued form of torchtitan's complex rotation over interleaved
+// pairs; the cos/sin tables are buffers so the traced graph lifts them by FQN.
 #include "oracles/models/llama3.h"
 
 #include "framework/trace/module_scope.h"
@@ -10,74 +10,17 @@
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
-#include <cmath>
-
 namespace passcheck::models {
 
 namespace {
 
 using trace::call_module;
 
-class AttentionImpl : public torch::nn::Module {
- public:
-  AttentionImpl(const Llama3Config& c, const at::TensorOptions& o) : n_heads(c.n_heads), head_dim(c.dim / c.n_heads) {
-    wqkv = register_module("wqkv", std::make_shared<LinearImpl>(c.dim, 3 * c.dim, o));
-    wo = register_module("wo", std::make_shared<LinearImpl>(c.dim, c.dim, o));
-  }
-
-  // x: [B, S, H, D]; cos, sin: [S, D/2]. Rotates each interleaved pair (x0, x1).
-  static at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    auto sizes = x.sizes().vec();
-    at::Tensor pairs = x.reshape({sizes[0], sizes[1], sizes[2], sizes[3] / 2, 2});
-    at::Tensor x0 = pairs.select(-1, 0);
-    at::Tensor x1 = pairs.select(-1, 1);
-    at::Tensor c = cos.view({1, sizes[1], 1, sizes[3] / 2});
-    at::Tensor s = sin.view({1, sizes[1], 1, sizes[3] / 2});
-    at::Tensor r0 = x0 * c - x1 * s;
-    at::Tensor r1 = x0 * s + x1 * c;
-    return at::stack({r0, r1}, -1).flatten(3);
-  }
-
-  at::Tensor forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    int64_t b = x.size(0), s = x.size(1), dim = x.size(2);
-    at::Tensor qkv = call_module(fqn + ".wqkv", x, [this](const at::Tensor& in) { return wqkv->forward(in); });
-    std::vector<at::Tensor> parts = qkv.split(dim, -1);
-    at::Tensor q = rotate(parts[0].view({b, s, n_heads, head_dim}), cos, sin).transpose(1, 2);
-    at::Tensor k = rotate(parts[1].view({b, s, n_heads, head_dim}), cos, sin).transpose(1, 2);
-    at::Tensor v = parts[2].view({b, s, n_heads, head_dim}).transpose(1, 2);
-    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
-    at::Tensor future = at::ones({s, s}, at::TensorOptions().dtype(at::kBool).device(x.device())).triu(1);
-    scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
-    at::Tensor probs = at::softmax(scores, -1);
-    at::Tensor out = at::matmul(probs, v).transpose(1, 2).reshape({b, s, dim});
-    return call_module(fqn + ".wo", out, [this](const at::Tensor& in) { return wo->forward(in); });
-  }
-
-  int64_t n_heads, head_dim;
-  std::shared_ptr<LinearImpl> wqkv, wo;
-};
-
-class FeedForwardImpl : public torch::nn::Module {
- public:
-  FeedForwardImpl(const Llama3Config& c, const at::TensorOptions& o) {
-    w1 = register_module("w1", std::make_shared<LinearImpl>(c.dim, c.ffn_hidden, o));
-    w2 = register_module("w2", std::make_shared<LinearImpl>(c.ffn_hidden, c.dim, o));
-    w3 = register_module("w3", std::make_shared<LinearImpl>(c.dim, c.ffn_hidden, o));
-  }
-  at::Tensor forward(const std::string& fqn, const at::Tensor& x) {
-    at::Tensor gate = call_module(fqn + ".w1", x, [this](const at::Tensor& in) { return w1->forward(in); });
-    at::Tensor up = call_module(fqn + ".w3", x, [this](const at::Tensor& in) { return w3->forward(in); });
-    at::Tensor h = at::silu(gate) * up;
-    return call_module(fqn + ".w2", h, [this](const at::Tensor& in) { return w2->forward(in); });
-  }
-  std::shared_ptr<LinearImpl> w1, w2, w3;
-};
-
 class TransformerBlockImpl : public torch::nn::Module {
  public:
   TransformerBlockImpl(const Llama3Config& c, const at::TensorOptions& o) {
-    attention = register_module("attention", std::make_shared<AttentionImpl>(c, o));
-    feed_forward = register_module("feed_forward", std::make_shared<FeedForwardImpl>(c, o));
+    attention = register_module("attention", std::make_shared<CausalSelfAttentionImpl>(c.dim, c.n_heads, o));
+    feed_forward = register_module("feed_forward", std::make_shared<SwiGLUFeedForwardImpl>(c.dim, c.ffn_hidden, o));
     attention_norm = register_module("attention_norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
     ffn_norm = register_module("ffn_norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
   }
@@ -91,8 +34,8 @@ class TransformerBlockImpl : public torch::nn::Module {
              return feed_forward->forward(fqn + ".feed_forward", in);
            });
   }
-  std::shared_ptr<AttentionImpl> attention;
-  std::shared_ptr<FeedForwardImpl> feed_forward;
+  std::shared_ptr<CausalSelfAttentionImpl> attention;
+  std::shared_ptr<SwiGLUFeedForwardImpl> feed_forward;
   std::shared_ptr<RMSNormImpl> attention_norm, ffn_norm;
 };
 
@@ -107,11 +50,7 @@ class Llama3Module : public torch::nn::Module {
     }
     norm = register_module("norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
     output = register_module("output", std::make_shared<LinearImpl>(c.dim, c.vocab_size, o));
-    // Rotary tables: angle(p, i) = p * theta^(-2i/D), computed in double on the CPU.
-    int64_t half = c.dim / c.n_heads / 2;
-    at::Tensor inv_freq = at::pow(c.rope_theta, -at::arange(0, half, at::kDouble) * 2.0 / (2.0 * half));
-    at::Tensor angles = at::outer(at::arange(0, c.max_seq_len, at::kDouble), inv_freq);
-    at::Tensor cos = angles.cos().to(at::kFloat), sin = angles.sin().to(at::kFloat);
+    auto [cos, sin] = rotary_tables(c.dim / c.n_heads, c.rope_theta, c.max_seq_len);
     freqs_cos = register_buffer("freqs_cos", o.device().is_meta() ? at::empty(cos.sizes(), o) : cos.to(o.device()));
     freqs_sin = register_buffer("freqs_sin", o.device().is_meta() ? at::empty(sin.sizes(), o) : sin.to(o.device()));
   }

@@ -4,6 +4,7 @@
 #include "oracles/models/subject.h"
 
 #include "framework/trace/module_scope.h"
+#include "oracles/models/deepseek_v3.h"
 #include "oracles/models/dropout_mlp.h"
 #include "oracles/models/layers.h"
 #include "oracles/models/llama3.h"
@@ -98,13 +99,16 @@ class TwoMatmulSubject : public TrainingSubject {
 
 }  // namespace
 
-std::vector<std::string> available_subjects() { return {"mlp", "two_matmul", "llama3", "dropout_mlp"}; }
+std::vector<std::string> available_subjects() {
+  return {"mlp", "two_matmul", "llama3", "dropout_mlp", "deepseek_v3"};
+}
 
 std::unique_ptr<TrainingSubject> make_subject(const std::string& name, const SubjectOptions& options) {
   if (name == "mlp") return std::make_unique<MlpSubject>(options);
   if (name == "two_matmul") return std::make_unique<TwoMatmulSubject>(options);
   if (name == "llama3") return make_llama3_subject(options);
   if (name == "dropout_mlp") return make_dropout_mlp_subject(options);
+  if (name == "deepseek_v3") return make_deepseek_v3_subject(options);
   std::string known;
   for (const auto& n : available_subjects()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown model '" + name + "' (known: " + known + ")");
