@@ -52,9 +52,13 @@ TEST_P(EveryPass, HoldsItsDeclaredPropertiesOnEveryModel) {
   }
 }
 
+// Every pass but chunk: it needs a graph traced with a symbolic dimension and is held to
+// its properties against the eager-chunked oracle instead (suites/model/chunking_test.cpp,
+// suites/property/chunk_fuzz_properties_test.cpp).
 std::vector<std::string> registered_passes() {
   std::vector<std::string> names;
-  for (const auto* p : check::PassRegistry::global().list()) names.push_back(p->info.name);
+  for (const auto* p : check::PassRegistry::global().list())
+    if (p->info.name != "chunk") names.push_back(p->info.name);
   return names;
 }
 
