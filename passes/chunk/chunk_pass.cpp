@@ -133,7 +133,7 @@ class ChunkRewriter {
     }
     if (graph_.symbols().empty())
       throw ChunkError("the graph has no symbolic dimension: trace it with the chunked dimension marked symbolic "
-                       "(passcheck check --chunk ...) or declare one with a 'symbol' line");
+                       "(passcheck trace --symbolic batch|seq, passcheck chunk) or declare one with a 'symbol' line");
     if (graph_.symbols().size() > 1)
       throw ChunkError("the graph declares " + std::to_string(graph_.symbols().size()) +
                        " symbols; name the chunk symbol with option symbol");
