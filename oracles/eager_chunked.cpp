@@ -1,6 +1,7 @@
 // Eager chunking of module calls (see eager_chunked.h).
 #include "oracles/eager_chunked.h"
 
+#include "framework/check/ac_policy.h"
 #include "framework/trace/module_scope.h"
 
 #include <ATen/ATen.h>
@@ -13,17 +14,6 @@ namespace passcheck::oracles {
 
 namespace {
 
-std::vector<std::string> components(const std::string& name) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    size_t dot = name.find('.', start);
-    parts.push_back(name.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-    if (dot == std::string::npos) return parts;
-    start = dot + 1;
-  }
-}
-
 std::string sizes_text(const at::Tensor& t) {
   std::ostringstream out;
   out << t.sizes();
@@ -33,11 +23,8 @@ std::string sizes_text(const at::Tensor& t) {
 }  // namespace
 
 bool fqn_matches_pattern(const std::string& fqn, const std::string& pattern) {
-  std::vector<std::string> names = components(fqn), wanted = components(pattern);
-  if (names.size() != wanted.size()) return false;
-  for (size_t i = 0; i < names.size(); ++i)
-    if (wanted[i] != "*" && wanted[i] != names[i]) return false;
-  return true;
+  // The module itself, not a submodule below a matching root.
+  return check::fqn_pattern_root(fqn, pattern) == fqn;
 }
 
 std::string describe(const EagerChunkConfig& config) {

@@ -24,19 +24,32 @@ std::string op_base_name(const std::string& op) {
   return name;
 }
 
-namespace {
-
-std::vector<std::string> split_dots(const std::string& text) {
+std::vector<std::string> split_fqn(const std::string& fqn) {
   std::vector<std::string> parts;
   size_t start = 0;
   while (true) {
-    size_t dot = text.find('.', start);
-    parts.push_back(text.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    size_t dot = fqn.find('.', start);
+    parts.push_back(fqn.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
     if (dot == std::string::npos) break;
     start = dot + 1;
   }
   return parts;
 }
+
+std::optional<std::string> fqn_pattern_root(const std::string& fqn, const std::string& pattern) {
+  if (fqn.empty() || pattern.empty()) return std::nullopt;
+  const std::vector<std::string> parts = split_fqn(fqn);
+  const std::vector<std::string> want = split_fqn(pattern);
+  if (parts.size() < want.size()) return std::nullopt;
+  std::string root;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] != "*" && want[i] != parts[i]) return std::nullopt;
+    root += (i ? "." : "") + parts[i];
+  }
+  return root;
+}
+
+namespace {
 
 bool is_identifier(const std::string& s) {
   if (s.empty()) return false;
@@ -103,7 +116,7 @@ OpSelector OpSelector::parse(const std::string& text) {
   if (op != "*" && !is_identifier(op))
     throw fail("the operator must be an operator base name such as 'mm' (no namespace or overload) or '*'");
   OpSelector sel;
-  sel.fqn_components = split_dots(pattern);
+  sel.fqn_components = split_fqn(pattern);
   for (const auto& c : sel.fqn_components)
     if (c.empty()) throw fail("the FQN pattern has an empty component");
   sel.op = op;
@@ -112,7 +125,7 @@ OpSelector OpSelector::parse(const std::string& text) {
 
 bool OpSelector::matches(const std::string& fqn, const std::string& op_base) const {
   if (op != "*" && op != op_base_name(op_base)) return false;
-  std::vector<std::string> parts = split_dots(fqn);
+  std::vector<std::string> parts = split_fqn(fqn);
   if (parts.size() != fqn_components.size()) return false;
   for (size_t i = 0; i < parts.size(); ++i)
     if (fnmatch(fqn_components[i].c_str(), parts[i].c_str(), 0) != 0) return false;

@@ -59,4 +59,12 @@ class AcPolicy {
 /// Layer index of a module FQN "layers.N..." (the AC region), nullopt outside layers.
 std::optional<int64_t> layer_of(const std::string& fqn);
 
+/// "layers.3.moe" -> {"layers", "3", "moe"}.
+std::vector<std::string> split_fqn(const std::string& fqn);
+/// The prefix of `fqn` that matches `pattern`, where '*' matches exactly one FQN
+/// component: "layers.*" gives "layers.3" for "layers.3.moe.router", "layers.*.moe" gives
+/// "layers.3.moe"; nullopt when no prefix matches. The chunk pass and the eager-chunked
+/// oracle select the same modules through it.
+std::optional<std::string> fqn_pattern_root(const std::string& fqn, const std::string& pattern);
+
 }  // namespace passcheck::check

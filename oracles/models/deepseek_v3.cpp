@@ -197,21 +197,10 @@ class DeepSeekV3Subject : public TrainingSubject {
   std::string name() const override { return "deepseek_v3"; }
   std::shared_ptr<torch::nn::Module> module() const override { return model_; }
   std::vector<c10::IValue> batch(int64_t step) const override {
-    uint64_t seed = options_.seed * 1000003 + static_cast<uint64_t>(step) * 2;
-    std::vector<int64_t> shape{config_.batch_size, config_.seq_len};
-    return {seeded_randint(seed, config_.vocab_size, shape, options_.device),
-            seeded_randint(seed + 1, config_.vocab_size, shape, options_.device)};
+    return token_batch(options_.seed, step, config_.batch_size, config_.seq_len, config_.vocab_size, options_.device);
   }
   c10::IValue train_step(const std::vector<c10::IValue>& args) override {
-    const at::Tensor& tokens = args.at(0).toTensor();
-    const at::Tensor& labels = args.at(1).toTensor();
-    at::Tensor logits = model_->forward(tokens);
-    at::Tensor loss;
-    {
-      trace::ModuleScope scope("loss", ir::Phase::Loss);
-      loss = at::cross_entropy_loss(logits.flatten(0, 1), labels.flatten(0, 1));
-    }
-    return loss_and_gradients(*model_, loss);
+    return language_model_step(*model_, [this](const at::Tensor& tokens) { return model_->forward(tokens); }, args);
   }
   void before_optimizer_step() override {
     for (const auto& block : model_->blocks)

@@ -105,6 +105,27 @@ void init_parameters(torch::nn::Module& module, uint64_t seed, double std) {
   }
 }
 
+std::vector<c10::IValue> token_batch(uint64_t seed, int64_t step, int64_t batch, int64_t seq, int64_t vocab,
+                                     c10::Device device) {
+  const uint64_t s = seed * 1000003 + static_cast<uint64_t>(step) * 2;
+  std::vector<int64_t> shape{batch, seq};
+  return {seeded_randint(s, vocab, shape, device), seeded_randint(s + 1, vocab, shape, device)};
+}
+
+c10::IValue language_model_step(torch::nn::Module& module,
+                                const std::function<at::Tensor(const at::Tensor&)>& forward,
+                                const std::vector<c10::IValue>& args) {
+  const at::Tensor& tokens = args.at(0).toTensor();
+  const at::Tensor& labels = args.at(1).toTensor();
+  at::Tensor logits = forward(tokens);
+  at::Tensor loss;
+  {
+    trace::ModuleScope scope("loss", ir::Phase::Loss);
+    loss = at::cross_entropy_loss(logits.flatten(0, 1), labels.flatten(0, 1));
+  }
+  return loss_and_gradients(module, loss);
+}
+
 c10::IValue loss_and_gradients(torch::nn::Module& module, const at::Tensor& loss) {
   std::vector<at::Tensor> params = module.parameters(/*recurse=*/true);
   std::vector<at::Tensor> grads = trace::gradients({loss}, params);

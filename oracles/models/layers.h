@@ -8,9 +8,11 @@
 #include <torch/nn/module.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace passcheck::models {
 
@@ -77,6 +79,17 @@ void init_parameters(torch::nn::Module& module, uint64_t seed, double std = 0.02
 /// [loss, gradient of every parameter in named_parameters() order] as a tensor list,
 /// computed with trace::gradients so the tracer marks the backward.
 c10::IValue loss_and_gradients(torch::nn::Module& module, const at::Tensor& loss);
+
+/// Tokens and labels [batch, seq] in [0, vocab) for training step `step` of a language
+/// model seeded with `seed` (deterministic per step and size).
+std::vector<c10::IValue> token_batch(uint64_t seed, int64_t step, int64_t batch, int64_t seq, int64_t vocab,
+                                     c10::Device device);
+
+/// A language model's training step: logits = forward(tokens), cross entropy over the
+/// flattened tokens inside a "loss" scope, then loss_and_gradients.
+c10::IValue language_model_step(torch::nn::Module& module,
+                                const std::function<at::Tensor(const at::Tensor&)>& forward,
+                                const std::vector<c10::IValue>& args);
 
 /// Standard-normal tensor from its own seeded CPU generator, moved to `device`.
 at::Tensor seeded_normal(uint64_t seed, at::IntArrayRef sizes, c10::Device device);

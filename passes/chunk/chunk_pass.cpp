@@ -18,6 +18,7 @@
 //    the chunked extent (parameter gradients, token reductions).
 #include "passes/chunk/chunk_passes.h"
 
+#include "framework/check/ac_policy.h"
 #include "framework/exec/op_properties.h"
 
 #include <algorithm>
@@ -29,30 +30,6 @@
 #include <unordered_set>
 
 namespace passcheck::passes {
-
-std::optional<std::string> matching_root(const std::string& fqn, const std::string& pattern) {
-  auto split = [](const std::string& text) {
-    std::vector<std::string> parts;
-    size_t start = 0;
-    while (true) {
-      size_t dot = text.find('.', start);
-      parts.push_back(text.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-      if (dot == std::string::npos) break;
-      start = dot + 1;
-    }
-    return parts;
-  };
-  if (fqn.empty() || pattern.empty()) return std::nullopt;
-  const std::vector<std::string> parts = split(fqn);
-  const std::vector<std::string> want = split(pattern);
-  if (parts.size() < want.size()) return std::nullopt;
-  std::string root;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i] != "*" && want[i] != parts[i]) return std::nullopt;
-    root += (i ? "." : "") + parts[i];
-  }
-  return root;
-}
 
 namespace {
 
@@ -151,7 +128,7 @@ class ChunkRewriter {
 
   std::optional<std::string> root_of(const ir::Node& n) const {
     for (const std::string& p : patterns_)
-      if (auto root = matching_root(n.meta().module_fqn, p)) return root;
+      if (auto root = check::fqn_pattern_root(n.meta().module_fqn, p)) return root;
     return std::nullopt;
   }
 

@@ -45,11 +45,6 @@ struct ConcretizeBehaviour {
 check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOptions& options,
                                        const ConcretizeBehaviour& behaviour);
 
-/// The part of `fqn` that matches `pattern`, where '*' matches one FQN component:
-/// "layers.*" gives "layers.3" for "layers.3.moe.router"; nullopt when no prefix of
-/// `fqn` matches.
-std::optional<std::string> matching_root(const std::string& fqn, const std::string& pattern);
-
 void register_chunk_passes(check::PassRegistry& registry);
 
 }  // namespace passcheck::passes

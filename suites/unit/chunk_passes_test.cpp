@@ -1,6 +1,7 @@
 // The chunk and concretize passes on hand-made symbolic graphs: the rewrite's shape,
 // its claims (proved by Z3), execution against a hand-computed per-chunk reference,
 // every error the spec lists, and the chunking mutants (bugs 9 and 10).
+#include "framework/check/ac_policy.h"
 #include "framework/check/chunk_properties.h"
 #include "framework/check/pipeline.h"
 #include "framework/check/verifier.h"
@@ -367,11 +368,11 @@ TEST(ChunkMutants, UnchainedBufferUpdateIsFlagged) {
 }
 
 TEST(MatchingRoot, StarIsOneComponent) {
-  EXPECT_EQ(passes::matching_root("layers.3.moe.router", "layers.*"), "layers.3");
-  EXPECT_EQ(passes::matching_root("layers.3.moe.router", "layers.*.moe"), "layers.3.moe");
-  EXPECT_EQ(passes::matching_root("layers.3.attention", "layers.*.moe"), std::nullopt);
-  EXPECT_EQ(passes::matching_root("layers", "layers.*"), std::nullopt);
-  EXPECT_EQ(passes::matching_root("norm", "layers.*"), std::nullopt);
+  EXPECT_EQ(check::fqn_pattern_root("layers.3.moe.router", "layers.*"), "layers.3");
+  EXPECT_EQ(check::fqn_pattern_root("layers.3.moe.router", "layers.*.moe"), "layers.3.moe");
+  EXPECT_EQ(check::fqn_pattern_root("layers.3.attention", "layers.*.moe"), std::nullopt);
+  EXPECT_EQ(check::fqn_pattern_root("layers", "layers.*"), std::nullopt);
+  EXPECT_EQ(check::fqn_pattern_root("norm", "layers.*"), std::nullopt);
 }
 
 }  // namespace
