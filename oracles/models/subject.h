@@ -45,7 +45,7 @@ class TrainingSubject {
   SubjectOptions options_;
 };
 
-/// Names accepted by make_subject: "mlp", "two_matmul", "llama3".
+/// Names accepted by make_subject: "mlp", "two_matmul", "llama3", "dropout_mlp", "deepseek_v3".
 std::vector<std::string> available_subjects();
 /// Builds a subject; throws std::invalid_argument for an unknown name, listing the known ones.
 std::unique_ptr<TrainingSubject> make_subject(const std::string& name, const SubjectOptions& options = {});
