@@ -7,6 +7,7 @@
 // a chunking mutant in place of chunk or concretize must fail within a bounded number
 // of the fuzzer's cases (gen::generate_chunk_case, what `passcheck fuzz --chunk batch`
 // draws). RC_PARAMS="seed=..." reproduces a property failure.
+#include "suites/support/rc_check.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
 #include "suites/mutants/ac_mutants.h"
@@ -23,22 +24,7 @@
 namespace passcheck {
 namespace {
 
-// Like RC_GTEST_PROP with `runs` successes (each run traces a program three times and
-// trains it twice for two steps).
-template <typename Testable>
-void check_n(int runs, Testable&& testable) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  rc::detail::TestMetadata metadata;
-  metadata.id = std::string(info->test_case_name()) + "/" + info->name();
-  metadata.description = info->name();
-  rc::detail::TestParams params = rc::detail::configuration().testParams;
-  params.maxSuccess = std::min(params.maxSuccess, runs);
-  const auto result = rc::detail::checkTestable(std::forward<Testable>(testable), metadata, params);
-  std::ostringstream message;
-  rc::detail::printResultMessage(result, message);
-  if (result.template is<rc::detail::SuccessResult>()) std::cout << message.str() << std::endl;
-  else FAIL() << message.str();
-}
+using testing::check_n;
 
 bool has_kind(const gen::ProgramSpec& spec, gen::OpKind kind) {
   for (const auto& layer : spec.layers)

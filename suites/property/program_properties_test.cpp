@@ -6,6 +6,7 @@
 // identity of the traced graph; and (e) the generator must actually reach its
 // vocabulary. Programs are kept small and the number of runs modest (check_n), so the
 // whole file stays well under a minute on one core; RC_PARAMS="seed=..." reproduces.
+#include "suites/support/rc_check.h"
 #include "framework/check/pass_properties.h"
 #include "framework/check/pipeline.h"
 #include "framework/check/remat_properties.h"
@@ -27,6 +28,8 @@
 namespace passcheck {
 namespace {
 
+using testing::check_n;
+
 using gen::ProgramSpec;
 
 // Small programs: the properties are about the passes, and small graphs shrink fast.
@@ -36,27 +39,6 @@ gen::ProgramGenOptions small_options() {
   o.max_ops_per_layer = 6;
   o.max_dim = 8;
   return o;
-}
-
-// Like RC_GTEST_PROP, but with `runs` successes instead of RapidCheck's default 100:
-// every run traces a program, which costs far more than generating an IR graph.
-// RC_PARAMS still sets the seed (and max_success, if smaller, wins).
-template <typename Testable>
-void check_n(int runs, Testable&& testable) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  rc::detail::TestMetadata metadata;
-  metadata.id = std::string(info->test_case_name()) + "/" + info->name();
-  metadata.description = info->name();
-  rc::detail::TestParams params = rc::detail::configuration().testParams;
-  params.maxSuccess = std::min(params.maxSuccess, runs);
-  const auto result = rc::detail::checkTestable(std::forward<Testable>(testable), metadata, params);
-  std::ostringstream message;
-  rc::detail::printResultMessage(result, message);
-  if (result.template is<rc::detail::SuccessResult>()) {
-    std::cout << message.str() << std::endl;
-  } else {
-    FAIL() << message.str();
-  }
 }
 
 bool has(const ProgramSpec& spec, bool (*pred)(gen::OpKind)) {
