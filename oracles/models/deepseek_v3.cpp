@@ -162,20 +162,12 @@ class DeepSeekV3Module : public torch::nn::Module {
   }
 
   at::Tensor forward(const at::Tensor& tokens) {
-    int64_t s = tokens.size(1);
-    at::Tensor cos = freqs_cos.narrow(0, 0, s), sin = freqs_sin.narrow(0, 0, s);
-    at::Tensor h =
-        call_module("tok_embeddings", tokens, [this](const at::Tensor& in) { return tok_embeddings->forward(in); });
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      std::string fqn = "layers." + std::to_string(i);
-      // By value: an interceptor may run the block after this call returned (eager
-      // checkpointing recomputes it in the backward), and its only input is h.
-      h = call_module(fqn, h, [block = blocks[i], fqn, cos, sin](const at::Tensor& in) {
-        return block->forward(fqn, in, cos, sin);
-      });
-    }
-    h = call_module("norm", h, [this](const at::Tensor& in) { return norm->forward(in); });
-    return call_module("output", h, [this](const at::Tensor& in) { return output->forward(in); });
+    auto block = [this](size_t i) -> BlockForward {
+      return [b = blocks[i]](const std::string& fqn, const at::Tensor& h, const at::Tensor& cos, const at::Tensor& sin) {
+        return b->forward(fqn, h, cos, sin);
+      };
+    };
+    return decoder_forward(tokens, *tok_embeddings, blocks.size(), block, *norm, *output, freqs_cos, freqs_sin);
   }
 
   std::shared_ptr<EmbeddingImpl> tok_embeddings;

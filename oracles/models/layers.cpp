@@ -105,6 +105,23 @@ void init_parameters(torch::nn::Module& module, uint64_t seed, double std) {
   }
 }
 
+at::Tensor decoder_forward(const at::Tensor& tokens, EmbeddingImpl& embeddings, size_t num_blocks,
+                           const std::function<BlockForward(size_t)>& block, RMSNormImpl& norm, LinearImpl& output,
+                           const at::Tensor& freqs_cos, const at::Tensor& freqs_sin) {
+  const int64_t s = tokens.size(1);
+  at::Tensor cos = freqs_cos.narrow(0, 0, s), sin = freqs_sin.narrow(0, 0, s);
+  at::Tensor h =
+      trace::call_module("tok_embeddings", tokens, [&embeddings](const at::Tensor& in) { return embeddings.forward(in); });
+  for (size_t i = 0; i < num_blocks; ++i) {
+    std::string fqn = "layers." + std::to_string(i);
+    h = trace::call_module(fqn, h, [forward = block(i), fqn, cos, sin](const at::Tensor& in) {
+      return forward(fqn, in, cos, sin);
+    });
+  }
+  h = trace::call_module("norm", h, [&norm](const at::Tensor& in) { return norm.forward(in); });
+  return trace::call_module("output", h, [&output](const at::Tensor& in) { return output.forward(in); });
+}
+
 std::vector<c10::IValue> token_batch(uint64_t seed, int64_t step, int64_t batch, int64_t seq, int64_t vocab,
                                      c10::Device device) {
   const uint64_t s = seed * 1000003 + static_cast<uint64_t>(step) * 2;

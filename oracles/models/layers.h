@@ -80,6 +80,19 @@ void init_parameters(torch::nn::Module& module, uint64_t seed, double std = 0.02
 /// computed with trace::gradients so the tracer marks the backward.
 c10::IValue loss_and_gradients(torch::nn::Module& module, const at::Tensor& loss);
 
+/// Block i's forward(fqn, h, cos, sin).
+using BlockForward = std::function<at::Tensor(const std::string& fqn, const at::Tensor& h, const at::Tensor& cos,
+                                              const at::Tensor& sin)>;
+
+/// The decoder both language models share: embedding, block i through
+/// call_module("layers.i") with the rotary tables cut to the sequence length, final
+/// norm, output projection. The block's forward is kept by value in the call, since an
+/// interceptor may run a block again after the call returned (eager checkpointing
+/// recomputes it in the backward).
+at::Tensor decoder_forward(const at::Tensor& tokens, EmbeddingImpl& embeddings, size_t num_blocks,
+                           const std::function<BlockForward(size_t)>& block, RMSNormImpl& norm, LinearImpl& output,
+                           const at::Tensor& freqs_cos, const at::Tensor& freqs_sin);
+
 /// Tokens and labels [batch, seq] in [0, vocab) for training step `step` of a language
 /// model seeded with `seed` (deterministic per step and size).
 std::vector<c10::IValue> token_batch(uint64_t seed, int64_t step, int64_t batch, int64_t seq, int64_t vocab,
