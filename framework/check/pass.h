@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,10 +32,21 @@ struct PassOptionInfo {
   std::vector<std::string> choices;
 };
 
+/// A named decision point of a pass: a rule (a rewrite the pass makes) or a guard (a
+/// condition under which the pass declines to act on a candidate). Declared in PassInfo
+/// so coverage campaigns know what must be reached and mutants know what to break.
+struct DecisionInfo {
+  std::string name;  ///< kebab-case, unique within the pass
+  std::string description;
+};
+
 struct PassInfo {
   std::string name;     ///< kebab-case registry name, e.g. "remove-detach"
   std::string summary;  ///< one line
   std::vector<PassOptionInfo> options;
+  /// Every rule the pass can fire and every guard that can refuse, by name.
+  std::vector<DecisionInfo> rules;
+  std::vector<DecisionInfo> guards;
   NumericsEffect numerics = NumericsEffect::Preserves;
   /// Running the pass a second time leaves the graph unchanged.
   bool idempotent = true;
@@ -44,6 +56,16 @@ struct PassInfo {
 class PassConfigError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
+};
+
+/// Faults injected into one invocation of a real pass to make a known-buggy variant:
+/// guards that never refuse, rules applied beyond their conditions. Empty for every
+/// pipeline built from text; only the test-side mutant library (suites/mutants) builds
+/// non-empty ones, through PassOptions::with_faults.
+struct InjectedFaults {
+  std::set<std::string> disabled_guards;
+  std::set<std::string> widened_rules;
+  bool empty() const { return disabled_guards.empty() && widened_rules.empty(); }
 };
 
 /// Option values of one pass invocation, validated against its PassInfo (defaults
@@ -60,19 +82,54 @@ class PassOptions {
   const std::map<std::string, std::string>& values() const { return values_; }
   /// "{policy=eager}" (only non-default values), "" when all are defaults.
   std::string str() const;
+  const InjectedFaults& faults() const { return faults_; }
+  /// A copy of these options with `faults` injected (mutants only).
+  PassOptions with_faults(InjectedFaults faults) const {
+    PassOptions copy = *this;
+    copy.faults_ = std::move(faults);
+    return copy;
+  }
 
  private:
+  InjectedFaults faults_;
   std::string pass_;
   std::map<std::string, std::string> values_;
   std::map<std::string, std::string> defaults_;
 };
 
-/// What a pass reports: whether it changed the graph, and named counters
-/// ("recomputed_nodes", "erased_nodes", ...) for reports.
+/// What a pass reports: whether it changed the graph, named counters
+/// ("recomputed_nodes", "erased_nodes", ...) for reports, and how often each declared
+/// rule fired and each declared guard refused (coverage campaigns sum these).
 struct PassResult {
   bool changed = false;
   std::map<std::string, int64_t> stats;
+  std::map<std::string, int64_t> rules_fired;
+  std::map<std::string, int64_t> guards_refused;
   static PassResult unchanged() { return {}; }
+};
+
+/// A pass's view of its own decisions: counts them into its PassResult and applies the
+/// faults injected into this invocation (none outside the mutant library).
+class Decisions {
+ public:
+  Decisions(PassResult& result, const PassOptions& options) : result_(result), faults_(options.faults()) {}
+  /// True when `guard` refuses here: `condition` holds and the guard is not disabled.
+  /// A refusal is counted even when a fault disables it (the decision was reached).
+  bool refuse(const std::string& guard, bool condition) {
+    if (!condition) return false;
+    ++result_.guards_refused[guard];
+    return faults_.disabled_guards.count(guard) == 0;
+  }
+  /// Counts `n` firings of `rule`.
+  void fire(const std::string& rule, int64_t n = 1) {
+    if (n > 0) result_.rules_fired[rule] += n;
+  }
+  /// True when a mutant widened `rule`: the pass applies it beyond its usual conditions.
+  bool widened(const std::string& rule) const { return faults_.widened_rules.count(rule) > 0; }
+
+ private:
+  PassResult& result_;
+  const InjectedFaults& faults_;
 };
 
 using PassFunction = std::function<PassResult(ir::Graph&, const PassOptions&)>;
