@@ -8,6 +8,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread libopenblas-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libz3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
+  python3-torch
 )
 
 missing=()

@@ -1,6 +1,7 @@
 // Executor implementation: a plan per node (operator handle, argument converters,
 // output slots, values to release afterwards), then a tight loop of boxed calls.
 #include "framework/exec/executor.h"
+#include "framework/exec/op_properties.h"
 
 #include "framework/compat/torch_compat.h"
 #include "framework/exec/passcheck_ops.h"
@@ -37,6 +38,8 @@ struct Executor::NodePlan {
   std::vector<ArgPlan> args;
   std::vector<size_t> output_slots;
   bool returns_list = false;
+  /// The output shape depends on tensor values: checked on every run, whatever the options.
+  bool shape_guard = false;
   std::vector<size_t> release_after;  // slots whose last use is this node
   explicit NodePlan(c10::OperatorHandle h) : op(std::move(h)) {}
 };
@@ -59,6 +62,7 @@ Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(gra
     if (!handle) throw ExecError("unknown operator '" + node->op() + "' in " + describe_node(*node));
     NodePlan plan(*handle);
     plan.node = node;
+    plan.shape_guard = has_data_dependent_output_shape(node->op_name());
     const c10::FunctionSchema& schema = plan.op.schema();
     const auto& schema_args = schema.arguments();
     if (node->num_args() > schema_args.size())
@@ -166,6 +170,17 @@ void check_output_meta(const ir::Value& v, const c10::IValue& iv) {
     problem = "strides " + ir::format_int_list(t.strides().vec()) + " but the graph says " + ir::format_int_list(m.strides);
   if (!problem.empty()) throw ExecError("output %" + v.name() + " has " + problem);
 }
+// The guard a trace through a data-dependent shape records: the graph holds only for
+// inputs that give the traced shape.
+void check_data_dependent_shape(const ir::Node& node, const ir::Value& v, const c10::IValue& iv) {
+  if (v.type() != ir::ValueType::Tensor || !v.meta() || !iv.isTensor() || !iv.toTensor().defined()) return;
+  if (iv.toTensor().sizes().vec() == v.meta()->sizes) return;
+  throw ExecError("data-dependent shape guard failed: " + node.op() + " gave %" + v.name() + " sizes " +
+                  ir::format_int_list(iv.toTensor().sizes().vec()) + " but the graph was traced with " +
+                  ir::format_int_list(v.meta()->sizes) +
+                  "; its output shape depends on tensor values, so this graph holds only for inputs that give "
+                  "the traced shape");
+}
 }  // namespace
 
 void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, LiveBytesTracker* tracker) {
@@ -199,6 +214,7 @@ void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, L
   for (size_t i = 0; i < plan.output_slots.size(); ++i) {
     const c10::IValue& out = slots[plan.output_slots[i]];
     if (options_.check_metadata) check_output_meta(*plan.node->output(i), out);
+    else if (plan.shape_guard) check_data_dependent_shape(*plan.node, *plan.node->output(i), out);
     if (tracker && out.isTensor()) tracker->acquire(out.toTensor());
   }
 }

@@ -135,4 +135,14 @@ std::optional<std::vector<ir::Value*>> written_values(const ir::Node& node) {
   return out;
 }
 
+bool has_data_dependent_output_shape(const std::string& op_name) {
+  static const char* const kOps[] = {"aten::nonzero",       "aten::nonzero_numpy",    "aten::argwhere",
+                                     "aten::masked_select", "aten::_unique",          "aten::_unique2",
+                                     "aten::unique_dim",    "aten::unique_consecutive", "aten::unique_dim_consecutive",
+                                     "aten::repeat_interleave", "aten::bincount"};
+  for (const char* op : kOps)
+    if (op_name == op) return true;
+  return false;
+}
+
 }  // namespace passcheck::exec

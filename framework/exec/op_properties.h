@@ -3,6 +3,8 @@
 // rematerialization, policy tagging) agrees on what is pure.
 #pragma once
 
+#include <string>
+
 #include "framework/ir/graph.h"
 
 #include <optional>
@@ -22,6 +24,10 @@ bool is_collective(const ir::Node& node);
 bool has_side_effects(const ir::Node& node);
 /// Allocates without initialising (empty, new_empty, empty_strided, empty_like).
 bool is_uninitialized_allocation(const ir::Node& node);
+/// The output shape depends on tensor values (nonzero, masked_select, unique, ...), by
+/// operator name ("aten::masked_select"): a graph traced through one holds only for
+/// inputs that give the traced shape.
+bool has_data_dependent_output_shape(const std::string& op_name);
 /// Asynchronous asserts: pure for dead-code elimination.
 bool is_async_assert(const ir::Node& node);
 /// The values the operator writes (in-place and out= arguments); nullopt for an

@@ -3,6 +3,8 @@
 
 #include "framework/compat/torch_compat.h"
 
+#include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/core/List.h>
 
 #include <stdexcept>
@@ -57,6 +59,16 @@ std::string symbolic_left_message(const sym::Expr& e) {
 [[noreturn]] void bad(const c10::Argument& schema_arg, const std::string& what) {
   throw std::invalid_argument("argument '" + schema_arg.name() + "' (" + schema_arg.type()->str() + "): " + what);
 }
+// A number constant in a Tensor slot is a scalar operand (`x * 0.5`): LibTorch's own
+// "wrapped number" tensor, which type promotion treats as a scalar, so the graph computes
+// in the dtype eager does (float32 * 0.5 stays float32).
+at::Tensor wrapped_number(const ir::Arg& arg) {
+  at::Tensor t = c10::scalar_to_tensor(arg.kind == ir::Arg::Kind::Bool  ? c10::Scalar(arg.b)
+                                       : arg.kind == ir::Arg::Kind::Int ? c10::Scalar(arg.i)
+                                                                        : c10::Scalar(arg.f));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
 }  // namespace
 
 c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
@@ -65,6 +77,8 @@ c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
   if (arg.kind == K::None) return c10::IValue();
   if (arg.kind == K::Value) return value_of(arg.value);
   SchemaArgKind kind = classify(schema_arg);
+  if (kind == SchemaArgKind::Tensor && (arg.kind == K::Bool || arg.kind == K::Int || arg.kind == K::Float))
+    return c10::IValue(wrapped_number(arg));
   switch (arg.kind) {
     case K::Bool: return c10::IValue(arg.b);
     case K::Int: return kind == SchemaArgKind::Float ? c10::IValue(static_cast<double>(arg.i)) : c10::IValue(arg.i);

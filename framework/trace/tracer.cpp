@@ -8,6 +8,7 @@
 #include "framework/trace/tracer.h"
 
 #include "framework/compat/torch_compat.h"
+#include "framework/exec/op_properties.h"
 #include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
 #include "framework/trace/dispatch_rules.h"
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 namespace passcheck::trace {
@@ -106,6 +108,9 @@ class Recorder {
   }
   ir::Arg to_arg(const c10::IValue& iv, const c10::Argument& schema_arg, const std::string& op);
   ir::Value* value_for(const at::Tensor& t, const std::string& op, const std::string& arg_name);
+  ir::Arg wrapped_number_constant(const at::Tensor& t, const std::string& op, const std::string& arg_name) const;
+  /// Throws when `op` would bake one outcome of a decision on tensor data into the graph.
+  void refuse_data_dependent(const std::string& op) const;
   void add_output(ir::Node* node, const c10::IValue& iv, const std::string& op);
   std::string recent_nodes() const;
   /// Metadata for a node recorded now: phase, module FQN and sequence number.
@@ -153,6 +158,37 @@ ir::Value* Recorder::value_for(const at::Tensor& t, const std::string& op, const
                    "of a traced operation. Register constant tensors as module buffers." + recent_nodes());
 }
 
+// A Python number or C++ scalar operand (`x * 0.5`) reaches a Tensor slot as a "wrapped
+// number": a 0-dim tensor that type promotion treats as a scalar (float32 * 0.5 stays
+// float32). Recording it as a constant keeps that meaning, as make_fx does; the executor
+// wraps the constant again (exec/schema_args.h).
+ir::Arg Recorder::wrapped_number_constant(const at::Tensor& t, const std::string& op, const std::string& arg_name) const {
+  c10::impl::ExcludeDispatchKeyGuard exclude(kTraceKey);
+  switch (t.scalar_type()) {
+    case at::kDouble: return ir::Arg::real(t.item<double>());
+    case at::kLong: return ir::Arg::integer(t.item<int64_t>());
+    case at::kBool: return ir::Arg::boolean(t.item<bool>());
+    default:
+      throw TraceError("argument '" + arg_name + "' of " + op + " is a wrapped " +
+                       ir::dtype_short_name(t.scalar_type()) + " number, which graphs cannot hold as a constant");
+  }
+}
+
+// Operators whose result is a decision on tensor data: the tracer sees one outcome, and
+// the graph would silently replay it for inputs that take the other branch.
+void Recorder::refuse_data_dependent(const std::string& op) const {
+  if (op != "aten::_local_scalar_dense" && op != "aten::is_nonzero" && op != "aten::equal") return;
+  std::string where = !backward_seq_stack_.empty() || in_gradient_computation()
+                          ? "in the backward (a gradient formula branches on data)"
+                          : (current_module_fqn().empty() ? std::string("in the step function")
+                                                          : "in module '" + current_module_fqn() + "'");
+  throw TraceError("data-dependent decision while tracing: " + op + " (a tensor read as a C++ value, e.g. " +
+                   "Tensor::item) was called " + where +
+                   "; the graph would record only the branch taken for the example inputs and be wrong for "
+                   "others. Express the decision with tensor operations (where, masks) or take it outside the "
+                   "traced step." + recent_nodes());
+}
+
 std::string Recorder::recent_nodes() const {
   std::vector<const ir::Node*> tail;
   for (const ir::Node* n = graph_.last_node(); n && tail.size() < 3; n = n->prev()) tail.push_back(n);
@@ -173,6 +209,7 @@ ir::Arg Recorder::to_arg(const c10::IValue& iv, const c10::Argument& schema_arg,
     case SchemaArgKind::Tensor: {
       const at::Tensor& t = iv.toTensor();
       if (!t.defined()) return ir::Arg::none();
+      if (t.unsafeGetTensorImpl()->is_wrapped_number()) return wrapped_number_constant(t, op, schema_arg.name());
       return ir::Arg::of(value_for(t, op, schema_arg.name()));
     }
     case SchemaArgKind::TensorList: {
@@ -243,6 +280,7 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, tor
   if (!schema.overload_name().empty()) qualified += "." + schema.overload_name();
   const auto& schema_args = schema.arguments();
   size_t first = stack->size() - schema_args.size();
+  refuse_data_dependent(qualified);
 
   std::vector<ir::Arg> args;
   args.reserve(schema_args.size());
@@ -320,10 +358,18 @@ void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch
 // such operators and only below autograd (so their grad_fn is still recorded), runs the
 // CPU kernel on zero-filled stand-ins and returns meta tensors of the same geometry.
 // Outside a trace it reports the missing kernel as LibTorch would.
+// The stand-in has the meta tensor's full geometry: a storage large enough for its
+// offset and strides (a slice of a larger tensor reaches past its own numel).
 at::Tensor cpu_stand_in(const at::Tensor& t) {
   if (!t.defined() || !t.is_meta()) return t;
-  return at::zeros(t.sizes(), t.options().device(at::kCPU)).as_strided(t.sizes(), t.strides());
+  int64_t extent = t.storage_offset() + 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+    extent += (t.size(d) - 1) * t.stride(d);
+  }
+  return at::zeros({extent}, t.options().device(at::kCPU)).as_strided(t.sizes(), t.strides(), t.storage_offset());
 }
+
 
 c10::IValue to_cpu_stand_in(const c10::IValue& v) {
   if (v.isTensor()) return cpu_stand_in(v.toTensor());
@@ -365,6 +411,10 @@ void meta_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::ji
   const c10::FunctionSchema& schema = op.schema();
   TORCH_CHECK_NOT_IMPLEMENTED(g_recorder.load() != nullptr, "Could not run '", schema.name(),
                               "' with arguments from the 'Meta' backend (no Meta kernel).");
+  // Zero-filled stand-ins would give a shape that holds for zeros only.
+  TORCH_CHECK_NOT_IMPLEMENTED(!exec::has_data_dependent_output_shape(schema.name()), "'", schema.name(),
+                              "' has an output shape that depends on tensor values, which a meta trace cannot know; "
+                              "trace on a real device instead.");
   const auto& schema_args = schema.arguments();
   size_t first = stack->size() - schema_args.size();
   std::vector<c10::IValue> meta_args(stack->begin() + first, stack->end());
@@ -385,6 +435,15 @@ void meta_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::ji
       for (size_t j = 0; j < schema_args.size() && !aliased; ++j) {
         const c10::AliasInfo* arg_alias = schema_args[j].alias_info();
         if (arg_alias && arg_alias->beforeSets() == alias->beforeSets()) {
+          // An out= argument is resized by the kernel ({0} placeholders are common):
+          // give the meta tensor the geometry the CPU kernel gave its stand-in.
+          if (out.isTensor() && meta_args[j].isTensor()) {
+            const at::Tensor& cpu = out.toTensor();
+            at::Tensor meta = meta_args[j].toTensor();
+            if (cpu.defined() && meta.defined() && cpu.sizes() != meta.sizes()) meta.resize_(cpu.sizes());
+            if (cpu.defined() && meta.defined() && cpu.strides() != meta.strides())
+              meta.as_strided_(cpu.sizes(), cpu.strides(), meta.storage_offset());
+          }
           out = meta_args[j];
           aliased = true;
         }
@@ -405,6 +464,17 @@ TORCH_LIBRARY_IMPL(_, TESTING_ONLY_GenericMode, m) {
 TORCH_LIBRARY_IMPL(_, Meta, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_fallback>());
 }
+
+#if !PASSCHECK_TORCH_AT_LEAST(2, 0)
+// LibTorch 1.13's composite convolution picks its implementation from the device and has
+// none for meta tensors, so the fallback above is never reached: give it a Meta kernel
+// (the same CPU stand-in path) so meta traces record the `convolution` and
+// `convolution_backward` nodes CPU traces do.
+TORCH_LIBRARY_IMPL(aten, Meta, m) {
+  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_fallback>());
+  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_fallback>());
+}
+#endif
 
 namespace passcheck::trace {
 
@@ -447,6 +517,10 @@ TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& f
     } cleanup{backward_callback};
     g_recorder.store(&recorder);
     at::AutoGradMode grad_on(true);  // the backward is recorded by running autograd
+    // Backward formulas take the branch make_fx records (functional, no data decisions),
+    // on every device alike (compat/torch_compat.h).
+    std::optional<compat::SubclassLikeBackwardGuard> subclass_like_backward;
+    if (options.make_fx_backward_formulas) subclass_like_backward.emplace();
     c10::impl::IncludeDispatchKeyGuard trace_mode(kTraceKey);
     try {
       result = fn(example_args);

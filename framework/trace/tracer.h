@@ -17,6 +17,10 @@ using StepFunction = std::function<c10::IValue(const std::vector<c10::IValue>& a
 struct TraceOptions {
   /// Calls of the traced program check module FQNs and argument structure.
   bool validate = true;
+  /// Record the backward formulas make_fx records (functional, no data decisions; see
+  /// docs/tracer-conformance.md). Off only to show that the conformance checks catch a
+  /// tracer that records LibTorch's plain CPU formulas (suites/conformance).
+  bool make_fx_backward_formulas = true;
 };
 
 /// Traces `fn(example_args)`. Module parameters then buffers (by FQN) become the first

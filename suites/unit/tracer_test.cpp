@@ -291,7 +291,9 @@ TEST(Tracer, TracingLeavesNoModeBehind) {
   EXPECT_EQ(y.sizes(), (std::vector<int64_t>{2, 2}));
 }
 
-TEST(Tracer, WrappedScalarsBecomeScalarTensorNodes) {
+// A scalar operand (`x * 0.25`, a wrapped number) is a constant of the node, as make_fx
+// records it, so the graph keeps eager's type promotion.
+TEST(Tracer, WrappedScalarsBecomeConstants) {
   auto m = std::make_shared<TwoWeights>();
   trace::TracedProgram program = trace::trace_step(
       {{"", m}},
@@ -307,6 +309,27 @@ TEST(Tracer, WrappedScalarsBecomeScalarTensorNodes) {
   ASSERT_EQ(outputs.size(), 1u);
   at::Tensor got = outputs[0];
   EXPECT_TRUE(at::equal(got, expected));
+  std::string text = ir::print_graph(program.graph());
+  EXPECT_EQ(text.find("scalar_tensor"), std::string::npos) << text;
+  EXPECT_NE(text.find("aten::mul.Tensor(%mm, 0.25)"), std::string::npos) << text;
+}
+
+// bool mask * -1e4 stays float32 through the graph (a 0-dim float64 tensor would promote
+// the result to float64).
+TEST(Tracer, ScalarOperandOnABoolMaskKeepsEagerDtype) {
+  auto m = std::make_shared<TwoWeights>();
+  at::Tensor mask = at::rand({2, 3}).lt(0.5);
+  trace::TracedProgram program = trace::trace_step(
+      {{"", m}},
+      [&](const std::vector<c10::IValue>& args) {
+        at::Tensor bias = args[1].toTensor() * -1e4;
+        at::Tensor loss = (at::mm(args[0].toTensor(), m->w1).narrow(1, 0, 3) + bias).sum();
+        return c10::IValue(c10::List<at::Tensor>(trace::gradients({loss}, {m->w1})));
+      },
+      {at::randn({2, 4}), mask});
+  for (const ir::Node* n : program.graph().nodes())
+    for (const ir::Value* v : n->outputs())
+      if (v->meta()) EXPECT_NE(v->meta()->dtype, at::kDouble) << ir::print_node(*n);
 }
 
 }  // namespace
