@@ -44,12 +44,13 @@ struct PassInfo {
   std::string name;     ///< kebab-case registry name, e.g. "remove-detach"
   std::string summary;  ///< one line
   std::vector<PassOptionInfo> options;
-  /// Every rule the pass can fire and every guard that can refuse, by name.
-  std::vector<DecisionInfo> rules;
-  std::vector<DecisionInfo> guards;
   NumericsEffect numerics = NumericsEffect::Preserves;
   /// Running the pass a second time leaves the graph unchanged.
   bool idempotent = true;
+  /// Every rule the pass can fire and every guard that can refuse, by name (last, so
+  /// brace-initialized declarations without them keep compiling).
+  std::vector<DecisionInfo> rules;
+  std::vector<DecisionInfo> guards;
 };
 
 /// Bad pass name, option or option value; the message names the pass and the option.
