@@ -40,6 +40,7 @@ struct TextCase {
   std::vector<std::string> intent;
   std::string input;     // padded with blank lines so parse errors name file lines
   bool expect_unchanged = false;
+  std::string expect_failure;  // "# EXPECT: fails <text>": the gate must fail with it
   std::string expected;  // exact printed text
   int expected_line = 0;           // first line of the expected text
   int expected_end = 0;            // one past its last line
@@ -98,8 +99,10 @@ std::vector<TextCase> parse_case_file(const std::string& path, std::vector<std::
         const std::string rest = trim(line.substr(9));
         if (rest == "unchanged") {
           c.expect_unchanged = true;
+        } else if (starts_with(rest, "fails ")) {
+          c.expect_failure = trim(rest.substr(6));
         } else if (!rest.empty()) {
-          errors.push_back(where + "'# EXPECT:' takes nothing or 'unchanged', got '" + rest + "'");
+          errors.push_back(where + "'# EXPECT:' takes nothing, 'unchanged' or 'fails <message>', got '" + rest + "'");
         }
         section = kExpected;
         c.expected_line = lineno + 1;
@@ -143,7 +146,9 @@ std::vector<TextCase> parse_case_file(const std::string& path, std::vector<std::
       if (c.expected_line == 0) errors.push_back(where + "case '" + c.name + "' without '# EXPECT:'");
       if (c.expect_unchanged && !trim(expected).empty())
         errors.push_back(where + "case '" + c.name + "' has both 'EXPECT: unchanged' and expected text");
-      if (!c.expect_unchanged && trim(expected).empty() && c.expected_line)
+      if (!c.expect_failure.empty() && !trim(expected).empty())
+        errors.push_back(where + "case '" + c.name + "' expects a failure and an output");
+      if (!c.expect_unchanged && c.expect_failure.empty() && trim(expected).empty() && c.expected_line)
         errors.push_back(where + "case '" + c.name + "' has an empty expected text (use '# EXPECT: unchanged')");
       // The expected text is compared exactly: without the blank lines that end it.
       while (expected.size() >= 2 && expected.compare(expected.size() - 2, 2, "\n\n") == 0) expected.pop_back();
@@ -231,7 +236,8 @@ void update_expected(const std::string& file, const std::string& name, const std
 bool pipeline_preserves_numerics_and_is_idempotent(const std::string& pipeline, bool& idempotent) {
   bool preserves = true;
   idempotent = true;
-  for (const check::PassInvocation& p : check::Pipeline::parse(pipeline).passes()) {
+  const check::Pipeline parsed = check::Pipeline::parse(pipeline);
+  for (const check::PassInvocation& p : parsed.passes()) {
     const check::PassInfo& info = check::PassRegistry::global().get(p.name).info;
     preserves &= info.numerics != check::NumericsEffect::Changes;
     idempotent &= info.idempotent;
@@ -264,8 +270,12 @@ TEST_P(TextCaseTest, PipelinePrintsTheExpectedGraph) {
   try {
     records = check::Pipeline::parse(c.pipeline).run(*graph);
   } catch (const check::PassFailure& failure) {
-    FAIL() << where << ": " << failure.what();
+    if (c.expect_failure.empty()) FAIL() << where << ": " << failure.what();
+    EXPECT_NE(std::string(failure.what()).find(c.expect_failure), std::string::npos)
+        << where << ": expected a failure containing '" << c.expect_failure << "', got: " << failure.what();
+    return;
   }
+  if (!c.expect_failure.empty()) FAIL() << where << ": expected the pipeline to fail with '" << c.expect_failure << "'";
   const std::string actual = graph->print();
   const std::string& expected = c.expect_unchanged ? input_text : c.expected;
   if (actual != expected) {
