@@ -36,6 +36,7 @@ struct OptArgs {
   std::string file;
   std::string pipeline;
   std::string out;  ///< write the result here instead of stdout
+  bool mutants = false;  ///< the known-buggy passes may be named too
 };
 int run_opt(const OptArgs& args);
 
@@ -48,6 +49,7 @@ struct EquivArgs {
   uint64_t seed = 0;
   int64_t int_high = 2;
   std::string device;    ///< move both graphs to this device first (empty: as written)
+  bool mutants = false;  ///< --pipeline may name the known-buggy passes
 };
 int run_equiv(const EquivArgs& args);
 

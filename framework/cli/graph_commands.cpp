@@ -7,6 +7,7 @@
 #include "framework/cli/graph_tools.h"
 #include "framework/compat/torch_compat.h"
 #include "framework/ir/text.h"
+#include "suites/mutants/ac_mutants.h"
 
 #include <c10/util/Exception.h>
 
@@ -40,9 +41,13 @@ std::string format_record(const check::PassRecord& r) {
   return line;
 }
 
-// Runs the pipeline behind the gate, printing one line per pass to `log`.
-void optimize(ir::Graph& graph, const std::string& pipeline_text, std::ostream& log, const char* command) {
-  check::Pipeline pipeline = check::Pipeline::parse(pipeline_text);
+// Runs the pipeline behind the gate, printing one line per pass to `log`. With
+// `mutants` the known-buggy passes (suites/mutants) can be named too: a way to see what
+// the gate and equiv report for a wrong pass.
+void optimize(ir::Graph& graph, const std::string& pipeline_text, bool mutants, std::ostream& log,
+              const char* command) {
+  check::Pipeline pipeline =
+      check::Pipeline::parse(pipeline_text, mutants ? mutants::registry_with_mutants() : check::PassRegistry::global());
   std::vector<check::PassRecord> records = pipeline.run(graph);
   for (const check::PassRecord& r : records) log << "passcheck " << command << ": " << format_record(r) << "\n";
 }
@@ -52,7 +57,7 @@ void optimize(ir::Graph& graph, const std::string& pipeline_text, std::ostream& 
 int run_opt(const OptArgs& args) {
   return run_command_body("opt", [&] {
     std::unique_ptr<ir::Graph> graph = load_graph_file(args.file);
-    optimize(*graph, args.pipeline, std::cerr, "opt");
+    optimize(*graph, args.pipeline, args.mutants, std::cerr, "opt");
     const std::string text = graph->print();
     if (args.out.empty()) {
       std::cout << text;
@@ -74,7 +79,7 @@ int run_equiv(const EquivArgs& args) {
     std::string b_name = args.b;
     if (!args.pipeline.empty()) {
       b = a->clone();
-      optimize(*b, args.pipeline, std::cout, "equiv");
+      optimize(*b, args.pipeline, args.mutants, std::cout, "equiv");
       b_name = "opt(" + args.a + ", " + args.pipeline + ")";
     } else {
       b = load_graph_file(args.b);

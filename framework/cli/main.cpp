@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("file", opt.file, "Graph text file")->required();
   opt_cmd->add_option("--pipeline", opt.pipeline, "Passes to run, e.g. \"dce,canonicalize,cse\"")->required();
   opt_cmd->add_option("-o,--out", opt.out, "Write the resulting graph here instead of stdout");
+  opt_cmd->add_flag("--mutants", opt.mutants, "Also register the known-buggy passes (mutant-...)");
 
   EquivArgs equiv;
   auto* equiv_cmd = app.add_subcommand("equiv", "Run two graph files on the same inputs and compare every output bit for bit");
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   equiv_cmd->add_option("--seed", equiv.seed, "Input and generator seed")->capture_default_str();
   equiv_cmd->add_option("--int-high", equiv.int_high, "Integer inputs are drawn from [0, N)")->capture_default_str();
   equiv_cmd->add_option("--device", equiv.device, "Move both graphs to this device first: cpu, cuda");
+  equiv_cmd->add_flag("--mutants", equiv.mutants, "Also register the known-buggy passes (mutant-...)");
 
   CheckArgs check;
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");

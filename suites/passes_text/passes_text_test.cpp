@@ -12,6 +12,7 @@
 #include "framework/check/pipeline.h"
 #include "framework/cli/graph_tools.h"
 #include "framework/ir/text.h"
+#include "suites/mutants/ac_mutants.h"
 #include "suites/support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -322,6 +323,27 @@ TEST_P(TextCaseTest, PipelinePrintsTheExpectedGraph) {
     cli::EquivReport report = cli::compare_graphs(*input, *output);
     EXPECT_TRUE(report.equal()) << where << ": input and output are not equivalent bit for bit\n" << report.format();
   }
+}
+
+const TextCase& case_named(const std::string& name) {
+  for (const TextCase& c : catalogue().cases)
+    if (c.name == name) return c;
+  throw std::invalid_argument("no text case named '" + name + "'");
+}
+
+// The equivalence check the cases rely on can fail: a remat that recomputes the dropout
+// with fresh random numbers (a known-buggy variant) passes the gate, and only comparing
+// what the graphs compute tells it apart from the real pass.
+TEST(PassesTextEquiv, TellsARematMutantThatRedrawsTheDropoutMaskFromTheRealPass) {
+  const TextCase& c = case_named("remat-replays-the-generator-state-for-a-recomputed-dropout");
+  std::unique_ptr<ir::Graph> input = ir::parse_graph(c.input, c.file);
+  std::unique_ptr<ir::Graph> real = input->clone(), mutant = input->clone();
+  check::Pipeline::parse("remat{rng=replay}").run(*real);
+  check::Pipeline::parse("mutant-remat-fresh-rng{rng=replay}", mutants::registry_with_mutants()).run(*mutant);
+  EXPECT_TRUE(cli::compare_graphs(*input, *real).equal());
+  cli::EquivReport report = cli::compare_graphs(*input, *mutant);
+  EXPECT_FALSE(report.equal()) << report.format();
+  EXPECT_NE(report.format().find("output 1 (%g / %g): DIFFER"), std::string::npos) << report.format();
 }
 
 std::string case_test_name(const ::testing::TestParamInfo<size_t>& info) {
