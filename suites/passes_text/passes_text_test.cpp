@@ -199,10 +199,10 @@ std::string unified_diff(const std::string& expected, const std::string& actual)
     if (i < a.size() && j < b.size() && a[i] == b[j]) {
       out.push_back("  " + a[i++]);
       ++j;
-    } else if (j < b.size() && (i == a.size() || lcs[i][j + 1] >= lcs[i + 1][j])) {
-      out.push_back("+ " + b[j++]);
-    } else {
+    } else if (i < a.size() && (j == b.size() || lcs[i + 1][j] >= lcs[i][j + 1])) {
       out.push_back("- " + a[i++]);
+    } else {
+      out.push_back("+ " + b[j++]);
     }
   }
   std::vector<bool> keep(out.size(), false);
