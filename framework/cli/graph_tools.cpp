@@ -186,6 +186,11 @@ EquivReport compare_graphs(const ir::Graph& a, const ir::Graph& b, const EquivOp
       throw std::invalid_argument("graph " + std::string(g == &a ? "A" : "B") +
                                   " is symbolic (it declares symbols); concretize it first "
                                   "(passcheck opt FILE --pipeline concretize)");
+  for (const ir::Graph* g : {&a, &b})
+    for (const c10::Device& d : devices_in(*g))
+      if (d.is_meta())
+        throw std::invalid_argument("graph " + std::string(g == &a ? "A" : "B") +
+                                    " is on the meta device, which computes no values; give --device cpu");
   std::vector<std::string> problems = input_differences(a, b);
   if (!problems.empty()) {
     std::string message = "the graphs take different inputs:";

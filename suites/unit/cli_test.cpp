@@ -350,6 +350,12 @@ TEST(CliRun, DeviceCpuRunsAGraphTracedOnMeta) {
     EXPECT_EQ(cuda.exit_code, 0) << cuda.output;
     EXPECT_NE(cuda.output.find("sum="), std::string::npos) << cuda.output;
   }
+  // equiv needs values: a meta graph is refused unless moved.
+  auto equiv_meta = run_command(cli("equiv " + dir + "/m.graph " + dir + "/m.graph"));
+  EXPECT_EQ(equiv_meta.exit_code, 2) << equiv_meta.output;
+  EXPECT_NE(equiv_meta.output.find("graph A is on the meta device"), std::string::npos) << equiv_meta.output;
+  auto equiv_cpu = run_command(cli("equiv " + dir + "/m.graph --pipeline \"dce,canonicalize,cse,dce\" --device cpu"));
+  EXPECT_EQ(equiv_cpu.exit_code, 0) << equiv_cpu.output;
   auto bad = run_command(cli("run " + dir + "/m.graph --device toaster"));
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--device 'toaster': not a device"), std::string::npos) << bad.output;
