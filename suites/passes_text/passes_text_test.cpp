@@ -116,7 +116,11 @@ std::vector<TextCase> parse_case_file(const std::string& path, std::vector<std::
             errors.push_back(where + "'# STATS:' expects name=value, got '" + w + "'");
             continue;
           }
-          c.stats[w.substr(0, eq)] = std::stoll(w.substr(eq + 1));
+          try {
+            c.stats[w.substr(0, eq)] = std::stoll(w.substr(eq + 1));
+          } catch (const std::exception&) {
+            errors.push_back(where + "'# STATS:' value of '" + w.substr(0, eq) + "' is not an integer");
+          }
         }
       } else if (starts_with(line, "# NORUN:")) {
         c.no_run_reason = trim(line.substr(8));
