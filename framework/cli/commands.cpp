@@ -4,6 +4,7 @@
 #include "framework/check/compare.h"
 #include "framework/check/memory_estimate.h"
 #include "framework/check/pipeline.h"
+#include "framework/cli/graph_tools.h"
 #include "framework/compat/torch_compat.h"
 #include "framework/exec/executor.h"
 #include "framework/exec/inputs.h"
@@ -43,14 +44,6 @@ c10::Device parse_device(const std::string& text) {
   c10::Device device(text);
   if (device.is_cuda() && !at::hasCUDA()) throw std::invalid_argument("--device " + text + ": no CUDA device is available");
   return device;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot open graph file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string summarize(const c10::IValue& v) {
@@ -110,7 +103,8 @@ int run_trace(const TraceArgs& args) {
 
 int run_graph_file(const RunArgs& args) {
   return guarded("run", [&] {
-    std::unique_ptr<ir::Graph> graph = ir::parse_graph(read_file(args.file), args.file);
+    std::unique_ptr<ir::Graph> graph = load_graph_file(args.file);
+    if (!args.device.empty()) retarget_graph(*graph, args.device);
     exec::ExecutorOptions exec_options;
     exec_options.track_live_bytes = true;
     exec_options.check_metadata = args.check_metadata;

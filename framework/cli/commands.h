@@ -24,8 +24,34 @@ struct RunArgs {
   uint64_t seed = 0;
   int64_t int_high = 2;
   bool check_metadata = true;
+  /// Run on this device ("cpu", "cuda"): the file's types and device arguments are
+  /// moved there first (a graph traced with --meta runs this way).
+  std::string device;
 };
 int run_graph_file(const RunArgs& args);
+
+/// `passcheck opt FILE --pipeline P`: the pipeline behind the gate, the result's text
+/// out. 0 done, 1 a pass broke the gate, 2 a malformed file or pipeline.
+struct OptArgs {
+  std::string file;
+  std::string pipeline;
+  std::string out;  ///< write the result here instead of stdout
+  bool mutants = false;  ///< the known-buggy passes may be named too
+};
+int run_opt(const OptArgs& args);
+
+/// `passcheck equiv A B`: both graphs on the same inputs (matched by name), outputs
+/// compared bit for bit. 0 all equal, 1 any difference, 2 the inputs differ or bad input.
+struct EquivArgs {
+  std::string a;
+  std::string b;         ///< or empty with `pipeline`: B is A after it
+  std::string pipeline;
+  uint64_t seed = 0;
+  int64_t int_high = 2;
+  std::string device;    ///< move both graphs to this device first (empty: as written)
+  bool mutants = false;  ///< --pipeline may name the known-buggy passes
+};
+int run_equiv(const EquivArgs& args);
 
 struct CheckArgs {
   std::string model = "llama3";

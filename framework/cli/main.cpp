@@ -30,6 +30,25 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--int-high", run.int_high, "Integer inputs are drawn from [0, N)")->capture_default_str();
   run_cmd->add_flag("!--no-check-meta", run.check_metadata, "Do not compare outputs with their recorded types");
 
+  run_cmd->add_option("--device", run.device, "Move the graph to this device first: cpu, cuda (runs a trace --meta file)");
+
+  OptArgs opt;
+  auto* opt_cmd = app.add_subcommand("opt", "Run a pipeline on a graph file behind the gate and print the resulting graph");
+  opt_cmd->add_option("file", opt.file, "Graph text file")->required();
+  opt_cmd->add_option("--pipeline", opt.pipeline, "Passes to run, e.g. \"dce,canonicalize,cse\"")->required();
+  opt_cmd->add_option("-o,--out", opt.out, "Write the resulting graph here instead of stdout");
+  opt_cmd->add_flag("--mutants", opt.mutants, "Also register the known-buggy passes (mutant-...)");
+
+  EquivArgs equiv;
+  auto* equiv_cmd = app.add_subcommand("equiv", "Run two graph files on the same inputs and compare every output bit for bit");
+  equiv_cmd->add_option("a", equiv.a, "Graph text file A")->required();
+  equiv_cmd->add_option("b", equiv.b, "Graph text file B (or --pipeline: B is A after it)");
+  equiv_cmd->add_option("--pipeline", equiv.pipeline, "Compare A against A after these passes");
+  equiv_cmd->add_option("--seed", equiv.seed, "Input and generator seed")->capture_default_str();
+  equiv_cmd->add_option("--int-high", equiv.int_high, "Integer inputs are drawn from [0, N)")->capture_default_str();
+  equiv_cmd->add_option("--device", equiv.device, "Move both graphs to this device first: cpu, cuda");
+  equiv_cmd->add_flag("--mutants", equiv.mutants, "Also register the known-buggy passes (mutant-...)");
+
   CheckArgs check;
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");
   check_cmd->add_option("--model", check.model, "Debug model (see `passcheck models`)")->capture_default_str();
@@ -141,6 +160,8 @@ int main(int argc, char** argv) {
   if (*capture_cmd) return run_capture(capture);
   if (*trace_cmd) return run_trace(trace);
   if (*run_cmd) return run_graph_file(run);
+  if (*opt_cmd) return run_opt(opt);
+  if (*equiv_cmd) return run_equiv(equiv);
   if (*check_cmd) return run_check(check);
   if (*chunk_cmd) return run_chunk(chunk);
   if (*prove_cmd) return run_prove(prove);

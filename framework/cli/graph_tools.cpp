@@ -1,0 +1,235 @@
+// Graph files as first-class objects (see graph_tools.h).
+#include "framework/cli/graph_tools.h"
+
+#include "framework/exec/executor.h"
+#include "framework/exec/inputs.h"
+#include "framework/ir/text.h"
+
+#include <ATen/ATen.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace passcheck::cli {
+
+std::unique_ptr<ir::Graph> load_graph_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument("cannot open graph file '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ir::parse_graph(text.str(), path);
+}
+
+namespace {
+
+// Every device a graph names, in its types and in its arguments.
+std::vector<c10::Device> devices_in(const ir::Graph& graph) {
+  std::vector<c10::Device> found;
+  auto note = [&](const c10::Device& d) {
+    for (const c10::Device& f : found)
+      if (f == d) return;
+    found.push_back(d);
+  };
+  auto note_meta = [&](const ir::Value* v) {
+    if (v->meta()) note(v->meta()->device);
+  };
+  std::function<void(const ir::Arg&)> note_arg = [&](const ir::Arg& a) {
+    if (a.kind == ir::Arg::Kind::Device) note(a.device);
+    if (a.kind == ir::Arg::Kind::List)
+      for (const ir::Arg& e : a.list) note_arg(e);
+  };
+  for (const ir::Value* in : graph.inputs()) note_meta(in);
+  for (const ir::Node* n : graph.nodes()) {
+    for (const ir::Arg& a : n->args()) note_arg(a);
+    for (const ir::Value* out : n->outputs()) note_meta(out);
+  }
+  return found;
+}
+
+std::string describe_input(const ir::Value& v) { return ir::print_type(v); }
+
+std::vector<c10::IValue> fresh_copies(const std::vector<c10::IValue>& values) {
+  std::vector<c10::IValue> out;
+  out.reserve(values.size());
+  for (const c10::IValue& v : values) out.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
+  return out;
+}
+
+std::vector<c10::IValue> run_seeded(const ir::Graph& g, std::vector<c10::IValue>& inputs, uint64_t rng_seed) {
+  // Both runs start from the same generator state (CPU and, when present, CUDA).
+  at::manual_seed(rng_seed);
+  exec::ExecutorOptions options;
+  options.check_metadata = true;
+  return exec::Executor(g, options).run(inputs);
+}
+
+std::string ivalue_text(const c10::IValue& v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+EquivRow compare_values(const std::string& label, const c10::IValue& a, const c10::IValue& b) {
+  EquivRow row;
+  row.label = label;
+  if (a.isTensor() && b.isTensor()) {
+    row.comparison = check::compare_bitwise(label, a.toTensor(), b.toTensor());
+    return row;
+  }
+  row.tensor = false;
+  row.a_text = a.isTensor() ? "a tensor" : ivalue_text(a);
+  row.b_text = b.isTensor() ? "a tensor" : ivalue_text(b);
+  if (a.isTensor() != b.isTensor()) row.b_text += " (kinds differ)";
+  return row;
+}
+
+size_t differ_inputs(const std::vector<EquivRow>& rows) {
+  size_t n = 0;
+  for (const EquivRow& r : rows) n += r.is_input && !r.equal();
+  return n;
+}
+
+std::string format_index(const std::vector<int64_t>& index) {
+  std::string s = "[";
+  for (size_t i = 0; i < index.size(); ++i) s += (i ? ", " : "") + std::to_string(index[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+size_t retarget_graph(ir::Graph& graph, const std::string& device_text) {
+  std::optional<c10::Device> parsed;
+  try {
+    parsed = c10::Device(device_text);
+  } catch (const c10::Error&) {
+    throw std::invalid_argument("--device '" + device_text + "': not a device (cpu, cuda, cuda:N or meta)");
+  }
+  const c10::Device to = *parsed;
+  if (to.is_cuda() && !at::hasCUDA())
+    throw std::invalid_argument("--device " + device_text + ": no CUDA device is available");
+  size_t changed = 0;
+  for (const c10::Device& from : devices_in(graph))
+    if (from != to) changed += ir::retarget_device(graph, from, to);
+  return changed;
+}
+
+std::vector<std::string> input_differences(const ir::Graph& a, const ir::Graph& b) {
+  std::map<std::string, const ir::Value*> in_b;
+  for (const ir::Value* v : b.inputs()) in_b[v->name()] = v;
+  std::set<std::string> in_a;
+  std::vector<std::string> problems;
+  for (const ir::Value* v : a.inputs()) {
+    in_a.insert(v->name());
+    auto it = in_b.find(v->name());
+    if (it == in_b.end()) {
+      problems.push_back("only in A: %" + v->name() + " : " + describe_input(*v));
+      continue;
+    }
+    const std::string ta = describe_input(*v), tb = describe_input(*it->second);
+    if (ta != tb) problems.push_back("%" + v->name() + ": " + ta + " in A vs " + tb + " in B");
+  }
+  for (const ir::Value* v : b.inputs())
+    if (!in_a.count(v->name())) problems.push_back("only in B: %" + v->name() + " : " + describe_input(*v));
+  return problems;
+}
+
+bool EquivReport::equal() const {
+  if (!structural_problems.empty()) return false;
+  for (const EquivRow& r : rows)
+    if (!r.equal()) return false;
+  return true;
+}
+
+std::string EquivReport::format() const {
+  std::ostringstream os;
+  size_t differ = 0, inputs = 0;
+  for (const std::string& p : structural_problems) os << "  " << p << "\n";
+  for (const EquivRow& r : rows) {
+    inputs += r.is_input;
+    if (r.is_input && r.equal()) continue;
+    os << "  " << r.label << ": ";
+    if (r.equal()) {
+      os << "equal";
+      if (r.tensor) os << " (" << r.comparison.dtype << check::format_sizes(r.comparison.sizes) << ")";
+      os << "\n";
+      continue;
+    }
+    ++differ;
+    if (!r.tensor) {
+      os << "DIFFER: " << r.a_text << " vs " << r.b_text << "\n";
+      continue;
+    }
+    const check::TensorComparison& c = r.comparison;
+    if (!c.values_differ()) {
+      os << "DIFFER: " << c.problem << "\n";
+      continue;
+    }
+    os << "DIFFER: " << c.mismatches << " of " << c.numel << " elements, first at index "
+       << format_index(c.first_mismatch_index) << ": A " << ir::format_double(c.expected_value) << " vs B "
+       << ir::format_double(c.actual_value) << " (" << c.first_ulp << " ULP; max " << c.max_ulp << " ULP)\n";
+  }
+  if (inputs) os << "  inputs after the run: " << inputs - differ_inputs(rows) << " of " << inputs << " equal\n";
+  if (equal())
+    os << "verdict: EQUIVALENT (" << rows.size() << " values compared bit for bit)\n";
+  else
+    os << "verdict: DIFFERENT (" << differ << " of " << rows.size() << " values differ"
+       << (structural_problems.empty() ? "" : ", outputs do not correspond") << ")\n";
+  return os.str();
+}
+
+EquivReport compare_graphs(const ir::Graph& a, const ir::Graph& b, const EquivOptions& options) {
+  for (const ir::Graph* g : {&a, &b})
+    if (!g->symbols().empty())
+      throw std::invalid_argument("graph " + std::string(g == &a ? "A" : "B") +
+                                  " is symbolic (it declares symbols); concretize it first "
+                                  "(passcheck opt FILE --pipeline concretize)");
+  for (const ir::Graph* g : {&a, &b})
+    for (const c10::Device& d : devices_in(*g))
+      if (d.is_meta())
+        throw std::invalid_argument("graph " + std::string(g == &a ? "A" : "B") +
+                                    " is on the meta device, which computes no values; give --device cpu");
+  std::vector<std::string> problems = input_differences(a, b);
+  if (!problems.empty()) {
+    std::string message = "the graphs take different inputs:";
+    for (const std::string& p : problems) message += "\n  " + p;
+    throw InputMismatch(message);
+  }
+
+  exec::InputOptions input_options;
+  input_options.seed = options.seed;
+  input_options.int_high = options.int_high;
+  const std::vector<c10::IValue> generated = exec::make_inputs(a, input_options);
+  std::map<std::string, c10::IValue> by_name;
+  for (size_t i = 0; i < a.inputs().size(); ++i) by_name[a.inputs()[i]->name()] = generated[i];
+  std::vector<c10::IValue> inputs_b_order;
+  for (const ir::Value* v : b.inputs()) inputs_b_order.push_back(by_name.at(v->name()));
+
+  std::vector<c10::IValue> inputs_a = fresh_copies(generated), inputs_b = fresh_copies(inputs_b_order);
+  std::vector<c10::IValue> out_a = run_seeded(a, inputs_a, options.rng_seed);
+  std::vector<c10::IValue> out_b = run_seeded(b, inputs_b, options.rng_seed);
+
+  EquivReport report;
+  if (out_a.size() != out_b.size())
+    report.structural_problems.push_back("output count differs: " + std::to_string(out_a.size()) + " in A vs " +
+                                         std::to_string(out_b.size()) + " in B");
+  for (size_t i = 0; i < std::min(out_a.size(), out_b.size()); ++i)
+    report.rows.push_back(compare_values("output " + std::to_string(i) + " (%" + a.outputs()[i]->name() + " / %" +
+                                             b.outputs()[i]->name() + ")",
+                                         out_a[i], out_b[i]));
+  // What the runs left in their inputs: an in-place update dropped or doubled by a pass
+  // shows here even when no output reads the buffer.
+  std::map<std::string, size_t> index_b;
+  for (size_t i = 0; i < b.inputs().size(); ++i) index_b[b.inputs()[i]->name()] = i;
+  for (size_t i = 0; i < a.inputs().size(); ++i) {
+    if (!inputs_a[i].isTensor()) continue;
+    const std::string& name = a.inputs()[i]->name();
+    report.rows.push_back(compare_values("input %" + name + " after the run", inputs_a[i], inputs_b[index_b.at(name)]));
+    report.rows.back().is_input = true;
+  }
+  return report;
+}
+
+}  // namespace passcheck::cli

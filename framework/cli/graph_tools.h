@@ -1,0 +1,74 @@
+// Graph files as first-class objects: loading one (optionally moved to another device),
+// and translation validation of two graph files, which runs both on the same generated
+// inputs, with the same generator state, and compares every output bit for bit. Used by
+// `passcheck run`, `opt` and `equiv`, and by the text pass-test driver (suites/passes_text).
+#pragma once
+
+#include "framework/check/compare.h"
+#include "framework/ir/graph.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace passcheck::cli {
+
+/// Reads and parses a graph file; throws std::invalid_argument when it cannot be opened
+/// and ir::ParseError ("file:line:col: ...") when it is malformed.
+std::unique_ptr<ir::Graph> load_graph_file(const std::string& path);
+
+/// Moves every tensor type and device argument of `graph` to `device` (meta, cpu and
+/// cuda alike); throws std::invalid_argument for cuda without a CUDA device. Returns how
+/// many types and arguments changed.
+size_t retarget_graph(ir::Graph& graph, const std::string& device);
+
+/// The two input lists differ in names, dtypes, shapes, strides or devices: bad input.
+class InputMismatch : public std::invalid_argument {
+ public:
+  explicit InputMismatch(const std::string& message) : std::invalid_argument(message) {}
+};
+
+struct EquivOptions {
+  uint64_t seed = 0;
+  int64_t int_high = 2;
+  /// The default generators are seeded with this before each run, so random ops of both
+  /// graphs draw the same numbers.
+  uint64_t rng_seed = 0;
+};
+
+/// One compared value: a graph output (by position) or an input after the run (by
+/// name: what in-place updates left in it).
+struct EquivRow {
+  std::string label;  ///< "output 0 (%a / %b)" or "input %buf after the run"
+  check::TensorComparison comparison;
+  /// Non-tensor values: both printed, equal when the texts are.
+  bool tensor = true;
+  std::string a_text, b_text;
+  /// An input after the run (listed in reports only when it differs).
+  bool is_input = false;
+  bool equal() const { return tensor ? comparison.equal : a_text == b_text; }
+};
+
+struct EquivReport {
+  /// Output counts or kinds differ: no per-output rows for the positions affected.
+  std::vector<std::string> structural_problems;
+  std::vector<EquivRow> rows;
+  bool equal() const;
+  /// One line per output ("equal" or the first differing index, both values, the ULP
+  /// distance), one per input that differs after the run, then a verdict line.
+  std::string format() const;
+};
+
+/// Lists how the inputs of `a` and `b` differ, matched by name ("only in A: %x",
+/// "%x: f32[2] vs f32[3]"); empty when they agree.
+std::vector<std::string> input_differences(const ir::Graph& a, const ir::Graph& b);
+
+/// Runs `a` and `b` on the same inputs (generated from `a`, handed to `b` by name) and
+/// compares outputs by position and inputs after the run by name. Throws InputMismatch
+/// listing every difference when the input sets differ.
+EquivReport compare_graphs(const ir::Graph& a, const ir::Graph& b, const EquivOptions& options = {});
+
+}  // namespace passcheck::cli
