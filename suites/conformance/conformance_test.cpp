@@ -52,7 +52,10 @@ std::map<std::string, std::vector<std::string>> golden() {
 //   saves a result; passcheck maps saved variables back to their value instead.
 // - make_fx's getitem projections are not operator nodes (dropped by the script);
 //   passcheck's nodes define several outputs directly.
+// - make_fx's aten::lift_fresh_copy is passcheck's aten::scalar_tensor: both materialize
+//   a constant tensor a formula built outside the dispatcher (the backward of mul.Scalar).
 const std::set<std::string> kDroppedOps = {"aten::detach"};
+const std::map<std::string, std::string> kRenamedOps = {{"aten::lift_fresh_copy", "aten::scalar_tensor"}};
 
 std::string describe_meta(const ir::Value& v) {
   if (!v.meta()) return "-";
@@ -74,8 +77,12 @@ std::vector<std::string> op_lines(const ir::Graph& graph) {
 
 std::vector<std::string> normalized(const std::vector<std::string>& lines) {
   std::vector<std::string> out;
-  for (const std::string& l : lines)
-    if (!kDroppedOps.count(l.substr(0, l.find(' ')))) out.push_back(l);
+  for (const std::string& l : lines) {
+    std::string op = l.substr(0, l.find(' '));
+    if (kDroppedOps.count(op)) continue;
+    auto renamed = kRenamedOps.find(op);
+    out.push_back(renamed == kRenamedOps.end() ? l : renamed->second + l.substr(op.size()));
+  }
   return out;
 }
 
