@@ -2,13 +2,21 @@
 // pipeline gate rejects a pass reporting a decision it does not declare, records keep
 // the counts, Coverage sums, lists what was never reached and travels as text, a
 // counting registry counts what runs out of sight, the catalogue lists declarations,
-// and canonicalize routes faults to the step that owns the decision.
+// canonicalize routes faults to the step that owns the decision, and `passcheck fuzz`
+// brings every case process's counts back into its table.
 #include "framework/check/coverage.h"
 #include "framework/check/pipeline.h"
+#include "framework/check/repro.h"
 #include "framework/ir/text.h"
+#include "generators/coverage_campaign.h"
+#include "generators/program_case.h"
 #include "passes/cleanup/cleanup_passes.h"
+#include "suites/support/test_support.h"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
 
 namespace passcheck {
 namespace {
@@ -158,6 +166,44 @@ TEST(Coverage, CanonicalizeReportsAndRoutesQualifiedDecisions) {
   faults.disabled_guards.insert("remove-identity-slice/start-not-zero");
   passes::canonicalize_pass(*g, check::PassOptions().with_faults(faults));
   EXPECT_EQ(g->num_nodes(), 0u);  // the fault reached remove-identity-slice: the slice went
+}
+
+TEST(Coverage, FuzzTableSumsTheCountsOfEveryCaseProcess) {
+  // The same cases in-process (the fuzzer's case seeds are gen::case_seed's) give the
+  // counts the table must show, so a count lost on the way back from a child shows.
+  const int64_t cases = 4;
+  const uint64_t seed = 5;
+  check::Coverage expected;
+  check::PassRegistry counting = check::counting_registry(check::PassRegistry::global(), &expected);
+  for (int64_t i = 0; i < cases; ++i) {
+    gen::GeneratedCase c = gen::generate_case(gen::case_seed(seed, i));
+    check::check_case(*c.graph, "cleanup", c.input_seed, c.int_high, counting);
+  }
+  ASSERT_FALSE(expected.empty());
+  std::string dir = testing::make_temp_dir();
+  auto r = testing::run_command(testing::passcheck_binary() + " fuzz --pipeline cleanup --jobs 2 --cases " +
+                                std::to_string(cases) + " --seed " + std::to_string(seed) + " --out " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_NE(r.output.find("decision coverage"), std::string::npos) << r.output;
+  for (const std::string& pass : {"dce", "cse", "canonicalize"}) {
+    const check::PassInfo& info = check::PassRegistry::global().get(pass).info;
+    size_t block = r.output.find("\n" + std::string(pass) + " (");
+    ASSERT_NE(block, std::string::npos) << pass << "\n" << r.output;
+    for (const auto* kind : {&info.rules, &info.guards}) {
+      bool is_rule = kind == &info.rules;
+      for (const check::DecisionInfo& d : *kind) {
+        int64_t n = is_rule ? expected.rule(pass, d.name) : expected.guard(pass, d.name);
+        std::regex line(std::string(is_rule ? "rule " : "guard") + " " + d.name + " +" + std::to_string(n) + "(\n|  NOT)");
+        // The pass's own block: up to the next line that does not start with a space.
+        std::string rest = r.output.substr(block + 1);
+        std::smatch next;
+        if (std::regex_search(rest, next, std::regex("\n[^ ]"))) rest = rest.substr(0, next.position(0) + 1);
+        EXPECT_TRUE(std::regex_search(rest, line)) << pass << " " << d.name << " should read " << n << "\n" << r.output;
+      }
+    }
+  }
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_NE(e.path().extension(), ".coverage") << "left behind: " << e.path();
 }
 
 }  // namespace
