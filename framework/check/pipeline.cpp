@@ -1,8 +1,9 @@
 // Pipeline text parsing and the pass runner (pipeline.h). The runner is the gate every
 // pass goes through: it hashes the graph around each pass to hold the pass to its
 // "changed" claim, holds it to the rules and guards it declares, runs the verifier
-// after it, and turns anything a pass throws into a PassFailure naming the pass, so a broken pass is reported where it broke the graph
-// rather than where a later pass or the executor trips over the damage.
+// after it, and turns anything a pass throws into a PassFailure naming the pass, so a
+// broken pass is reported where it broke the graph rather than where a later pass or
+// the executor trips over the damage.
 #include "framework/check/pipeline.h"
 
 #include "framework/check/verifier.h"

@@ -18,7 +18,7 @@
 namespace passcheck {
 namespace {
 
-constexpr int64_t kMaxCases = 200;
+constexpr int64_t kMaxCases = 400;
 constexpr uint64_t kSeed = 7919;
 
 TEST(CleanupMutants, EveryDeclaredDecisionHasAMutantOrAnArgument) {
