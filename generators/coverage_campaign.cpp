@@ -17,7 +17,7 @@ std::vector<std::string> check_graph_case(const ir::Graph& graph, const std::str
 }
 
 std::vector<std::string> run_random_ir(uint64_t seed, const std::string& pipeline, const check::PassRegistry& registry) {
-  std::shared_ptr<ir::Graph> graph = arbitrary_graph()(rc::Random(seed), 50).value();
+  std::shared_ptr<ir::Graph> graph = graph_for_seed(seed);
   check::PipelineOptions options;
   options.verify_each = false;  // arbitrary graphs need not verify to begin with
   try {
@@ -55,6 +55,8 @@ const std::map<std::string, CaseRunner>& campaign_sources() {
   return sources;
 }
 
+// The seeds `passcheck fuzz --seed S` gives its cases (splitmix64 of S * FNV prime + i),
+// so a campaign line and a fuzz run with the same seed draw the same cases.
 uint64_t case_seed(uint64_t seed, int64_t index) {
   uint64_t x = seed * 0x100000001b3ULL + static_cast<uint64_t>(index) + 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;

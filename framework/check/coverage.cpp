@@ -29,13 +29,6 @@ void Coverage::add(const std::string& pass, const PassResult& result) {
   if (!result.guards_refused.empty()) add_counts(guards_[pass], result.guards_refused);
 }
 
-void Coverage::add(const std::vector<PassInvocation>& passes, const std::vector<PassRecord>& records) {
-  for (size_t i = 0; i < records.size() && i < passes.size(); ++i) {
-    if (!records[i].rules_fired.empty()) add_counts(rules_[passes[i].name], records[i].rules_fired);
-    if (!records[i].guards_refused.empty()) add_counts(guards_[passes[i].name], records[i].guards_refused);
-  }
-}
-
 void Coverage::merge(const Coverage& other) {
   for (const auto& [pass, counts] : other.rules_) add_counts(rules_[pass], counts);
   for (const auto& [pass, counts] : other.guards_) add_counts(guards_[pass], counts);

@@ -6,7 +6,6 @@
 #pragma once
 
 #include "framework/check/pass.h"
-#include "framework/check/pipeline.h"
 
 #include <cstdint>
 #include <map>
@@ -21,8 +20,6 @@ class Coverage {
  public:
   /// Adds the decisions `result` reports for `pass` (a registry name).
   void add(const std::string& pass, const PassResult& result);
-  /// Adds a pipeline's records; `passes` are the invocations that produced them.
-  void add(const std::vector<PassInvocation>& passes, const std::vector<PassRecord>& records);
   void merge(const Coverage& other);
 
   int64_t rule(const std::string& pass, const std::string& rule) const;
