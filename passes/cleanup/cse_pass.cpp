@@ -114,7 +114,14 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
       continue;
     }
     ir::Node* first = it->second.node;
-    if (const char* guard = unmergeable_because(*n); guard && d.refuse(guard, true)) continue;
+    // Equal keys mean the same operator, so the same reason, except a rematerialized
+    // node met before its plain twin: then the plain one becomes the one to merge into.
+    const char* own_reason = unmergeable_because(*n);
+    const char* reason = own_reason ? own_reason : unmergeable_because(*first);
+    if (reason && d.refuse(reason, true)) {
+      if (!own_reason) it->second = Seen{n, epoch};
+      continue;
+    }
     if (d.refuse("mutation-between", it->second.epoch != epoch)) {
       it->second = Seen{n, epoch};  // later duplicates merge into this one
       continue;
