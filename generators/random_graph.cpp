@@ -245,6 +245,10 @@ rc::Gen<std::shared_ptr<ir::Graph>> arbitrary_graph() {
   return rc::gen::map(recipe, build_graph);
 }
 
+std::shared_ptr<ir::Graph> graph_for_seed(uint64_t seed, int size) {
+  return arbitrary_graph()(rc::Random(seed), size).value();
+}
+
 }  // namespace passcheck::gen
 
 namespace passcheck::ir {

@@ -10,6 +10,7 @@
 
 #include <rapidcheck.h>
 
+#include <cstdint>
 #include <memory>
 #include <ostream>
 
@@ -18,6 +19,10 @@ namespace passcheck::gen {
 /// Graphs with 1-4 inputs, 0-25 nodes and 0-4 graph outputs; sizes grow with
 /// RapidCheck's size parameter and shrink towards fewer nodes and simpler arguments.
 rc::Gen<std::shared_ptr<ir::Graph>> arbitrary_graph();
+
+/// The graph arbitrary_graph() generates for `seed` at RapidCheck size `size`
+/// (deterministic; for campaigns that draw cases outside a RapidCheck property).
+std::shared_ptr<ir::Graph> graph_for_seed(uint64_t seed, int size = 50);
 
 /// Tensor metadata: f32/bf16/f16/f64/i64/b8, 0-4 dims of size 0-7, sometimes
 /// non-contiguous strides, sometimes on the meta device or cuda:0.

@@ -150,6 +150,15 @@ std::string PassOptions::str() const {
   return out.empty() ? out : "{" + out + "}";
 }
 
+namespace {
+bool declares(const std::vector<DecisionInfo>& decisions, const std::string& name) {
+  return std::any_of(decisions.begin(), decisions.end(), [&](const DecisionInfo& d) { return d.name == name; });
+}
+}  // namespace
+
+bool PassInfo::declares_rule(const std::string& rule) const { return declares(rules, rule); }
+bool PassInfo::declares_guard(const std::string& guard) const { return declares(guards, guard); }
+
 // ---- PassRegistry -------------------------------------------------------------------
 
 void PassRegistry::add(PassInfo info, PassFunction run) {
@@ -169,6 +178,26 @@ void PassRegistry::add(PassInfo info, PassFunction run) {
     if (!o.choices.empty() && std::find(o.choices.begin(), o.choices.end(), o.default_value) == o.choices.end())
       throw PassConfigError("pass '" + info.name + "' option '" + o.name + "' default '" + o.default_value +
                             "' is not one of its choices (" + join(o.choices, ", ") + ")");
+  }
+  for (const auto* kind : {&info.rules, &info.guards}) {
+    const char* what = kind == &info.rules ? "rule" : "guard";
+    std::vector<std::string> decisions;
+    for (const DecisionInfo& d : *kind) {
+      // A composite pass names its parts' decisions "<part>/<decision>".
+      bool ok = !d.name.empty();
+      for (size_t begin = 0; ok && begin <= d.name.size();) {
+        size_t slash = d.name.find('/', begin);
+        size_t end = slash == std::string::npos ? d.name.size() : slash;
+        ok = is_kebab_case(d.name.substr(begin, end - begin));
+        begin = end + 1;
+      }
+      if (!ok)
+        throw PassConfigError("pass '" + info.name + "' " + what + " name '" + d.name +
+                              "' is not kebab-case (or kebab-case words joined by '/')");
+      if (std::find(decisions.begin(), decisions.end(), d.name) != decisions.end())
+        throw PassConfigError("pass '" + info.name + "' declares " + what + " '" + d.name + "' twice");
+      decisions.push_back(d.name);
+    }
   }
   std::string name = info.name;
   passes_.emplace(name, RegisteredPass{std::move(info), std::move(run)});
@@ -202,15 +231,21 @@ std::string PassRegistry::catalogue() const {
     out += std::string("  idempotent: ") + (info.idempotent ? "yes" : "no") + "\n";
     if (info.options.empty()) {
       out += "  options: none\n";
-      continue;
+    } else {
+      out += "  options:\n";
+      for (const PassOptionInfo& o : info.options) {
+        out += "    " + o.name + " (default: " + (o.default_value.empty() ? "\"\"" : o.default_value);
+        if (!o.choices.empty()) out += "; choices: " + join(o.choices, ", ");
+        out += ")";
+        if (!o.description.empty()) out += ": " + o.description;
+        out += "\n";
+      }
     }
-    out += "  options:\n";
-    for (const PassOptionInfo& o : info.options) {
-      out += "    " + o.name + " (default: " + (o.default_value.empty() ? "\"\"" : o.default_value);
-      if (!o.choices.empty()) out += "; choices: " + join(o.choices, ", ");
-      out += ")";
-      if (!o.description.empty()) out += ": " + o.description;
-      out += "\n";
+    for (const auto* kind : {&info.rules, &info.guards}) {
+      std::string title = kind == &info.rules ? "rules" : "guards";
+      if (kind->empty()) continue;
+      out += "  " + title + ":\n";
+      for (const DecisionInfo& d : *kind) out += "    " + d.name + (d.description.empty() ? "" : ": " + d.description) + "\n";
     }
   }
   return out;

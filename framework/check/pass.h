@@ -12,6 +12,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace passcheck::check {
@@ -36,21 +37,36 @@ struct PassOptionInfo {
 /// condition under which the pass declines to act on a candidate). Declared in PassInfo
 /// so coverage campaigns know what must be reached and mutants know what to break.
 struct DecisionInfo {
-  std::string name;  ///< kebab-case, unique within the pass
+  std::string name;  ///< kebab-case (a composite pass: "<part>/<decision>"), unique within the pass
   std::string description;
 };
 
 struct PassInfo {
+  PassInfo() = default;
+  /// The declaration without decision points (kept so registrations written before
+  /// rules and guards existed still read as they did).
+  PassInfo(std::string name, std::string summary, std::vector<PassOptionInfo> options = {},
+           NumericsEffect numerics = NumericsEffect::Preserves, bool idempotent = true)
+      : name(std::move(name)), summary(std::move(summary)), options(std::move(options)), numerics(numerics),
+        idempotent(idempotent) {}
+  /// The full declaration, in member order.
+  PassInfo(std::string name, std::string summary, std::vector<PassOptionInfo> options, std::vector<DecisionInfo> rules,
+           std::vector<DecisionInfo> guards, NumericsEffect numerics, bool idempotent)
+      : name(std::move(name)), summary(std::move(summary)), options(std::move(options)), rules(std::move(rules)),
+        guards(std::move(guards)), numerics(numerics), idempotent(idempotent) {}
+
   std::string name;     ///< kebab-case registry name, e.g. "remove-detach"
   std::string summary;  ///< one line
   std::vector<PassOptionInfo> options;
+  /// Every rule the pass can fire and every guard that can refuse, by name.
+  std::vector<DecisionInfo> rules;
+  std::vector<DecisionInfo> guards;
   NumericsEffect numerics = NumericsEffect::Preserves;
   /// Running the pass a second time leaves the graph unchanged.
   bool idempotent = true;
-  /// Every rule the pass can fire and every guard that can refuse, by name (last, so
-  /// brace-initialized declarations without them keep compiling).
-  std::vector<DecisionInfo> rules;
-  std::vector<DecisionInfo> guards;
+
+  bool declares_rule(const std::string& rule) const;
+  bool declares_guard(const std::string& guard) const;
 };
 
 /// Bad pass name, option or option value; the message names the pass and the option.

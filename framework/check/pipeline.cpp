@@ -1,8 +1,9 @@
 // Pipeline text parsing and the pass runner (pipeline.h). The runner is the gate every
 // pass goes through: it hashes the graph around each pass to hold the pass to its
-// "changed" claim, runs the verifier after it, and turns anything a pass throws into a
-// PassFailure naming the pass, so a broken pass is reported where it broke the graph
-// rather than where a later pass or the executor trips over the damage.
+// "changed" claim, holds it to the rules and guards it declares, runs the verifier
+// after it, and turns anything a pass throws into a PassFailure naming the pass, so a
+// broken pass is reported where it broke the graph rather than where a later pass or
+// the executor trips over the damage.
 #include "framework/check/pipeline.h"
 
 #include "framework/check/verifier.h"
@@ -245,9 +246,17 @@ std::vector<PassRecord> Pipeline::run(ir::Graph& graph, const PipelineOptions& o
         throw PassFailure(record.pass, message);
       }
     }
+    // A decision the pass does not declare can be neither covered nor mutated: it is
+    // as much a broken promise as a false changed flag.
+    for (const auto& [rule, n] : result.rules_fired)
+      if (!pass.info.declares_rule(rule)) throw PassFailure(record.pass, "reported undeclared rule '" + rule + "'");
+    for (const auto& [guard, n] : result.guards_refused)
+      if (!pass.info.declares_guard(guard)) throw PassFailure(record.pass, "reported undeclared guard '" + guard + "'");
     record.nodes_after = graph.num_nodes();
     record.changed = result.changed;
     record.stats = std::move(result.stats);
+    record.rules_fired = std::move(result.rules_fired);
+    record.guards_refused = std::move(result.guards_refused);
     records.push_back(std::move(record));
   }
   return records;

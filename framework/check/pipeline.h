@@ -1,6 +1,7 @@
 // Pipelines: a list of pass invocations parsed from text such as
 // "dce,canonicalize,sac-tag{policy=eager},remat", run in order with the verifier after
-// every pass and each pass's "changed" claim checked against the graph hash.
+// every pass, each pass's "changed" claim checked against the graph hash and every
+// decision it reports checked against the rules and guards it declares.
 #pragma once
 
 #include "framework/check/pass.h"
@@ -45,6 +46,9 @@ struct PassRecord {
   size_t nodes_after = 0;
   bool changed = false;
   std::map<std::string, int64_t> stats;
+  /// The pass's decisions (PassResult::rules_fired / guards_refused), all declared.
+  std::map<std::string, int64_t> rules_fired;
+  std::map<std::string, int64_t> guards_refused;
   double seconds = 0;
 };
 

@@ -8,9 +8,13 @@
 // set to one intra-op thread before the first fork, so no pool thread can hold a lock
 // a child inherits; children _exit() without static destructors. A child past
 // --timeout-ms is SIGKILLed. Minimization also runs in a child with a time limit;
-// for crashes, every candidate it tries runs in a grandchild.
+// for crashes, every candidate it tries runs in a grandchild. A child counts the rules
+// and guards its passes reach (through a counting copy of the registry) and leaves
+// them in "<repro>.coverage" for the parent, which sums them into the campaign's
+// coverage table.
 #include "framework/cli/commands.h"
 
+#include "framework/check/coverage.h"
 #include "framework/check/isolation.h"
 #include "framework/check/minimize.h"
 #include "framework/check/repro.h"
@@ -22,6 +26,7 @@
 #include "oracles/models/subject.h"
 #include "oracles/training_driver.h"
 #include "suites/mutants/ac_mutants.h"
+#include "suites/mutants/cleanup_mutants.h"
 #include "suites/mutants/test_passes.h"
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
 #include "generators/program.h"
@@ -74,6 +79,7 @@ check::PassRegistry make_registry(const std::vector<std::string>& extra) {
     if (set == "mutants") {
       mutants::register_ac_mutants(registry);
       mutants::register_chunk_mutants(registry);
+      mutants::register_cleanup_mutants(registry);
     }
     if (set == "test") mutants::register_test_passes(registry);
   }
@@ -235,6 +241,30 @@ Shrunk minimize_repro(const std::string& in, const std::string& out, const check
   return s;
 }
 
+// Where a case child leaves its decision counts for the parent.
+std::string coverage_path(const std::string& repro_path) { return repro_path + ".coverage"; }
+
+void write_coverage(const std::string& path, const check::Coverage& coverage) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return;  // the table then misses one case; the verdict does not depend on it
+  std::string text = coverage.serialize();
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+
+// Reads and deletes a child's counts; a missing file (the child crashed or timed out
+// before writing) adds nothing.
+void collect_coverage(const std::string& path, check::Coverage& into) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return;
+  std::string text;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+  std::fclose(f);
+  fs::remove(path);
+  into.merge(check::Coverage::parse(text));
+}
+
 struct Running {
   pid_t pid;
   int64_t index;
@@ -274,6 +304,7 @@ int run_fuzz(const FuzzArgs& args) {
 #endif
     check::prepare_for_fork();
 
+    check::Coverage coverage;
     int64_t baseline_fails = 0;
     int64_t started = 0, done = 0, violations = 0, crashes = 0, timeouts = 0, written = 0;
     int64_t first_failure = -1;
@@ -303,6 +334,7 @@ int run_fuzz(const FuzzArgs& args) {
     // A finished case: delete the pending repro, or complete and minimize it.
     auto finish = [&](const Running& r, const check::ChildOutcome& o) {
       ++done;
+      collect_coverage(coverage_path(r.path), coverage);
       bool failed = true;
       std::string kind;
       if (o.kind == check::ChildOutcome::Kind::Exited && (o.exit_code == 0 || o.exit_code == 4)) {
@@ -372,6 +404,15 @@ int run_fuzz(const FuzzArgs& args) {
           baseline = case_pipeline(base, seed);
         }
         r.pid = check::spawn_child([&]() -> int {
+          // The case's own passes count their decisions; the baseline's are not the
+          // campaign's. Written on every way out that returns.
+          check::Coverage case_coverage;
+          check::PassRegistry counting = check::counting_registry(registry, &case_coverage);
+          struct WriteOnReturn {
+            const std::string path;
+            const check::Coverage& coverage;
+            ~WriteOnReturn() { write_coverage(path, coverage); }
+          } write_on_return{coverage_path(r.path), case_coverage};
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
           if (chunk_mode) {
             gen::ChunkCase cc = gen::generate_chunk_case(seed);
@@ -392,7 +433,7 @@ int run_fuzz(const FuzzArgs& args) {
             }
             check::write_repro(r.path, repro);  // on disk before the passes run
             auto [chunk_pass, concretize_pass] = chunk_passes_of(pipeline, registry);
-            gen::ChunkCaseResult result = gen::run_chunk_case(cc, registry, chunk_pass, concretize_pass);
+            gen::ChunkCaseResult result = gen::run_chunk_case(cc, counting, chunk_pass, concretize_pass);
             if (result.violations.empty()) return 0;
             if (!baseline.empty()) {
               auto [base_chunk, base_concretize] = chunk_passes_of(baseline, registry);
@@ -414,7 +455,7 @@ int run_fuzz(const FuzzArgs& args) {
           repro.case_description = c.description;
           repro.original = c.graph->print();
           check::write_repro(r.path, repro);  // on disk before the pass runs
-          check::PassPropertyReport report = check::check_case(*c.graph, pipeline, c.input_seed, c.int_high, registry);
+          check::PassPropertyReport report = check::check_case(*c.graph, pipeline, c.input_seed, c.int_high, counting);
           if (report.violations.empty()) return 0;
           // Differential mode: a failure counts only when the baseline pass survives the case.
           if (!baseline.empty() &&
@@ -466,6 +507,11 @@ int run_fuzz(const FuzzArgs& args) {
               << line;
     if (!args.baseline_pass.empty())
       std::cout << baseline_fails << " cases not counted: " << args.baseline_pass << " fails them too\n";
+    // Decision coverage of the passes the campaign ran (those that declare any).
+    std::set<std::string> ran = coverage.passes();
+    for (const check::PassInvocation& inv : check::parse_pipeline(case_pipeline(args, 0), registry)) ran.insert(inv.name);
+    std::string table = coverage.table(registry, ran);
+    if (!table.empty()) std::cout << "decision coverage (rules fired, guards refused, over all cases):\n" << table;
     if (first_failure >= 0 && chunk_mode) {
       std::printf("first failure at case %lld (%lld cases run to find it), %.1f s; repro %s (chunk case: a program, "
                   "not minimized)\n",

@@ -6,8 +6,9 @@
 // (merging views would merge later writes through them), mutating operators,
 // collectives, and rematerialized duplicates (custom "recomputed_from": merging them
 // with their original would undo the recomputation). Mutations bound the search: a
-// mutating or side-effecting node forgets every candidate seen so far, and a
-// candidate whose result (or a view of it) is later written is not merged into.
+// mutating or side-effecting node lies between the candidates it separates (guard
+// mutation-between), and a candidate whose result (or a view of it) is later written
+// is not merged into (guard result-written). Each reason is a guard of its own name.
 #include "passes/cleanup/cleanup_passes.h"
 #include "passes/cleanup/rewrite_util.h"
 
@@ -20,17 +21,25 @@ namespace passcheck::passes {
 
 namespace {
 
-bool mergeable(const ir::Node& n) {
-  return n.num_outputs() > 0 && !exec::is_random(n) && !exec::is_uninitialized_allocation(n) &&
-         !exec::aliases_input(n) && !exec::is_mutating(n) && !exec::is_collective(n) &&
-         !n.meta().custom.count("recomputed_from");
+// The guard that keeps `n` from being merged into an equal node, or null. Mutating,
+// side-effecting and collective nodes never get here: they are barriers.
+const char* unmergeable_because(const ir::Node& n) {
+  if (exec::is_random(n)) return "random";
+  if (exec::is_uninitialized_allocation(n)) return "uninitialized";
+  if (exec::aliases_input(n)) return "aliases-input";
+  if (n.meta().custom.count("recomputed_from")) return "recomputed";
+  return nullptr;
 }
 
 // The text of the operator and its arguments: values print as their (unique) names,
-// which is identity; constants print exactly (format_double round-trips).
-std::string key_of(const ir::Node& n) {
+// which is identity; constants print exactly (format_double round-trips). Widened
+// (mutants only): constants are left out, so add(x, y, 1) and add(x, y, 2) look equal.
+std::string key_of(const ir::Node& n, bool values_only) {
   std::string key = n.op() + "(";
-  for (size_t i = 0; i < n.num_args(); ++i) key += (i ? ", " : "") + ir::print_arg(n.arg(i));
+  for (size_t i = 0; i < n.num_args(); ++i) {
+    if (values_only && n.arg(i).kind != ir::Arg::Kind::Value) continue;
+    key += (i ? ", " : "") + ir::print_arg(n.arg(i));
+  }
   return key + ")";
 }
 
@@ -64,42 +73,80 @@ check::PassInfo cse_pass_info() {
   check::PassInfo info;
   info.name = "cse";
   info.summary = "Merge nodes computing the same operator on the same arguments (keeps the first)";
+  info.rules = {{"merge-duplicate", "a node equal to an earlier one: its uses go to the earlier one and it is erased"}};
+  info.guards = {
+      {"random", "two random draws are two different draws"},
+      {"uninitialized", "two uninitialized allocations are two buffers"},
+      {"aliases-input", "views (outputs aliasing an input) are not merged"},
+      {"recomputed", "a rematerialized duplicate (custom recomputed_from) is kept apart from its original"},
+      {"mutation-between", "a mutating, side-effecting or collective node lies between the two"},
+      {"result-written", "one of the two results (or a view of it) is written later"},
+  };
   info.numerics = check::NumericsEffect::Preserves;
   info.idempotent = true;
   return info;
 }
 
-check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions&) {
+check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) {
   int64_t erased = 0, rewired = 0;
-  std::unordered_map<std::string, ir::Node*> seen;
+  check::PassResult decisions;
+  check::Decisions d(decisions, options);
+  const bool values_only = d.widened("merge-duplicate");
+  // The first node of each key and the barrier epoch it was seen in: a mutation
+  // between the two (a later epoch) makes the earlier result stale.
+  struct Seen {
+    ir::Node* node;
+    int64_t epoch;
+  };
+  std::unordered_map<std::string, Seen> seen;
+  int64_t epoch = 0;
   WriteExposure writes;
   for (ir::Node* n : graph.nodes()) {
     if (exec::is_mutating(*n) || exec::has_side_effects(*n) || exec::is_collective(*n)) {
-      seen.clear();
+      ++epoch;
       continue;
     }
-    if (!mergeable(*n)) continue;
-    std::string key = key_of(*n);
+    if (n->num_outputs() == 0) continue;  // nothing to forward
+    std::string key = key_of(*n, values_only);
     auto it = seen.find(key);
     if (it == seen.end()) {
-      seen.emplace(std::move(key), n);
+      seen.emplace(std::move(key), Seen{n, epoch});
       continue;
     }
-    ir::Node* first = it->second;
+    ir::Node* first = it->second.node;
+    // Equal keys mean the same operator, so the same reason, except a rematerialized
+    // node met before its plain twin: then the plain one becomes the one to merge into.
+    const char* own_reason = unmergeable_because(*n);
+    const char* reason = own_reason ? own_reason : unmergeable_because(*first);
+    if (reason && d.refuse(reason, true)) {
+      if (!own_reason) it->second = Seen{n, epoch};
+      continue;
+    }
+    if (d.refuse("mutation-between", it->second.epoch != epoch)) {
+      it->second = Seen{n, epoch};  // later duplicates merge into this one
+      continue;
+    }
+    // Equal operators on equal arguments have equal outputs; a mismatch means the
+    // metadata is not to be trusted (no guard: it cannot happen in a graph that runs).
     bool compatible = first->num_outputs() == n->num_outputs();
     for (size_t i = 0; compatible && i < n->num_outputs(); ++i)
-      compatible = first->output(i)->type() == n->output(i)->type() &&
-                   first->output(i)->meta() == n->output(i)->meta() && !writes.exposed(first->output(i)) &&
-                   !writes.exposed(n->output(i));
+      compatible = first->output(i)->type() == n->output(i)->type() && first->output(i)->meta() == n->output(i)->meta();
     if (!compatible) continue;
+    bool written = false;
+    for (size_t i = 0; i < n->num_outputs(); ++i)
+      written = written || writes.exposed(first->output(i)) || writes.exposed(n->output(i));
+    if (d.refuse("result-written", written)) continue;
     for (size_t i = 0; i < n->num_outputs(); ++i) {
       rewired += static_cast<int64_t>(n->output(i)->uses().size());
       n->output(i)->replace_all_uses_with(first->output(i));
     }
     graph.erase(n);
     ++erased;
+    d.fire("merge-duplicate");
   }
-  return detail::rewrite_result(erased, rewired);
+  check::PassResult result = detail::rewrite_result(erased, rewired);
+  detail::add_decisions(result, decisions);
+  return result;
 }
 
 }  // namespace passcheck::passes

@@ -11,16 +11,24 @@ check::PassInfo normalize_views_pass_info() {
   check::PassInfo info;
   info.name = "normalize-views";
   info.summary = "Rewrite view and _unsafe_view as reshape";
+  info.rules = {{"view-to-reshape", "view or _unsafe_view rebuilt as reshape with the same sizes"}};
   info.numerics = check::NumericsEffect::Preserves;
   info.idempotent = true;
   return info;
 }
 
-check::PassResult normalize_views_pass(ir::Graph& graph, const check::PassOptions&) {
+check::PassResult normalize_views_pass(ir::Graph& graph, const check::PassOptions& options) {
   int64_t rewritten = 0;
+  check::PassResult result;
+  check::Decisions d(result, options);
   for (ir::Node* n : graph.nodes()) {
-    if ((n->op() != "aten::view" && n->op() != "aten::_unsafe_view") || n->num_outputs() != 1) continue;
-    ir::Node* reshape = graph.create("aten::reshape", n->args(), n);
+    bool is_view = n->op() == "aten::view" || n->op() == "aten::_unsafe_view";
+    // Widened (mutants only): _reshape_alias taken for a view, its stride argument dropped.
+    bool widened = d.widened("view-to-reshape") && n->op() == "aten::_reshape_alias" && n->num_args() >= 2;
+    if ((!is_view && !widened) || n->num_outputs() != 1) continue;
+    std::vector<ir::Arg> args = n->args();
+    if (widened) args.resize(2);
+    ir::Node* reshape = graph.create("aten::reshape", std::move(args), n);
     reshape->meta() = n->meta();
     reshape->source_line = n->source_line;
     ir::Value* old_out = n->output(0);
@@ -30,8 +38,8 @@ check::PassResult normalize_views_pass(ir::Graph& graph, const check::PassOption
     graph.erase(n);
     graph.rename(out, name);  // free again now that the old output is gone
     ++rewritten;
+    d.fire("view-to-reshape");
   }
-  check::PassResult result;
   result.changed = rewritten > 0;
   result.stats["rewritten_nodes"] = rewritten;
   return result;

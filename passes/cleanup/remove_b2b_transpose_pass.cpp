@@ -30,8 +30,14 @@ std::optional<std::pair<int64_t, int64_t>> transpose_dims(const ir::Node& n) {
   return std::make_pair(std::min(d0, d1), std::max(d0, d1));
 }
 
+// Whether `op` is a transpose this pass knows how to cancel. Widened (mutants only):
+// permute too, as if every permutation were its own inverse.
+bool is_transpose(const std::string& op, const check::Decisions& d) {
+  return op == "aten::t" || op == "aten::transpose.int" || (d.widened("cancel-pair") && op == "aten::permute");
+}
+
 // The x of op(op(x)) when `outer` undoes its producer, else null.
-ir::Value* undone_input(const ir::Node& outer) {
+ir::Value* undone_input(const ir::Node& outer, check::Decisions& d) {
   ir::Value* mid = detail::self_operand(outer);
   if (mid == nullptr || mid->is_graph_input()) return nullptr;
   const ir::Node& inner = *mid->producer();
@@ -39,8 +45,12 @@ ir::Value* undone_input(const ir::Node& outer) {
   ir::Value* x = detail::self_operand(inner);
   if (x == nullptr) return nullptr;
   if (outer.op() == "aten::t") return outer.num_args() == 1 && inner.num_args() == 1 ? x : nullptr;
+  if (outer.op() == "aten::permute") return outer.num_args() > 1 && inner.num_args() > 1 && outer.arg(1) == inner.arg(1) ? x : nullptr;
   auto outer_dims = transpose_dims(outer), inner_dims = transpose_dims(inner);
-  if (!outer_dims || !inner_dims || *outer_dims != *inner_dims) return nullptr;
+  if (d.refuse("symbolic-dims", !outer_dims || !inner_dims)) return nullptr;
+  // With the guard disabled (mutants) dimensions that cannot be read are taken to match.
+  if (!outer_dims || !inner_dims) return x;
+  if (d.refuse("dims-differ", *outer_dims != *inner_dims)) return nullptr;
   return x;
 }
 
@@ -50,28 +60,38 @@ check::PassInfo remove_b2b_transpose_pass_info() {
   check::PassInfo info;
   info.name = "remove-b2b-transpose";
   info.summary = "Replace t(t(x)) and transpose(transpose(x, a, b), a, b) with x";
+  info.rules = {{"cancel-pair", "t(t(x)) or a transpose undone by the same transpose: the outer's uses go to x"}};
+  info.guards = {
+      {"symbolic-dims", "a transpose dimension is not a constant, or negative on an input of unknown rank"},
+      {"dims-differ", "the two transposes swap different pairs of dimensions"},
+      {"inner-has-other-users", "the inner transpose stays: other nodes still use it"},
+  };
   info.numerics = check::NumericsEffect::Preserves;
   info.idempotent = true;
   return info;
 }
 
-check::PassResult remove_b2b_transpose_pass(ir::Graph& graph, const check::PassOptions&) {
+check::PassResult remove_b2b_transpose_pass(ir::Graph& graph, const check::PassOptions& options) {
   int64_t erased = 0, rewired = 0;
+  check::PassResult decisions;
+  check::Decisions d(decisions, options);
   // In order, so t(t(t(t(x)))) collapses fully in one run: once the second t is
   // forwarded to x, the fourth sees t(t(x)) again.
   for (ir::Node* n : graph.nodes()) {
-    if ((n->op() != "aten::t" && n->op() != "aten::transpose.int") || n->num_outputs() != 1) continue;
-    ir::Value* x = undone_input(*n);
+    if (!is_transpose(n->op(), d) || n->num_outputs() != 1) continue;
+    ir::Value* x = undone_input(*n, d);
     if (x == nullptr) continue;
     ir::Node* inner = detail::self_operand(*n)->producer();
     rewired += detail::forward_and_erase(graph, n, x);
     ++erased;
-    if (!inner->has_users()) {
-      graph.erase(inner);
-      ++erased;
-    }
+    d.fire("cancel-pair");
+    if (d.refuse("inner-has-other-users", inner->has_users())) continue;
+    graph.erase(inner);
+    ++erased;
   }
-  return detail::rewrite_result(erased, rewired);
+  check::PassResult result = detail::rewrite_result(erased, rewired);
+  detail::add_decisions(result, decisions);
+  return result;
 }
 
 }  // namespace passcheck::passes

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 namespace passcheck::passes::detail {
 
@@ -61,18 +62,32 @@ inline check::PassResult rewrite_result(int64_t erased, int64_t rewired) {
 
 /// The shape of every "x-op(x) is just x" rewrite: each single-output node for which
 /// `replacement_for` returns a value (it sees nodes in order, so a chain collapses in
-/// one run) is forwarded to that value and erased. Reports changed, erased_nodes and
-/// rewired_uses.
-inline check::PassResult forward_nodes(ir::Graph& graph, const std::function<ir::Value*(ir::Node&)>& replacement_for) {
+/// one run) is forwarded to that value and erased, counting one firing of `rule`.
+/// `replacement_for` counts its own refusals through the Decisions it is given.
+/// Reports changed, erased_nodes, rewired_uses and the decisions.
+inline check::PassResult forward_nodes(ir::Graph& graph, const check::PassOptions& options, const std::string& rule,
+                                       const std::function<ir::Value*(ir::Node&, check::Decisions&)>& replacement_for) {
   int64_t erased = 0, rewired = 0;
+  check::PassResult decisions;
+  check::Decisions d(decisions, options);
   for (ir::Node* n : graph.nodes()) {
     if (n->num_outputs() != 1) continue;
-    ir::Value* replacement = replacement_for(*n);
+    ir::Value* replacement = replacement_for(*n, d);
     if (replacement == nullptr) continue;
     rewired += forward_and_erase(graph, n, replacement);
     ++erased;
+    d.fire(rule);
   }
-  return rewrite_result(erased, rewired);
+  check::PassResult result = rewrite_result(erased, rewired);
+  result.rules_fired = std::move(decisions.rules_fired);
+  result.guards_refused = std::move(decisions.guards_refused);
+  return result;
+}
+
+/// Adds `other`'s decision counts to `into` (passes built from other passes).
+inline void add_decisions(check::PassResult& into, const check::PassResult& other, const std::string& prefix = "") {
+  for (const auto& [k, v] : other.rules_fired) into.rules_fired[prefix + k] += v;
+  for (const auto& [k, v] : other.guards_refused) into.guards_refused[prefix + k] += v;
 }
 
 }  // namespace passcheck::passes::detail

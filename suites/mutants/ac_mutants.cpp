@@ -2,6 +2,7 @@
 #include "suites/mutants/ac_mutants.h"
 
 #include "passes/ac/ac_passes.h"
+#include "suites/mutants/cleanup_mutants.h"
 
 namespace passcheck::mutants {
 
@@ -46,6 +47,7 @@ const check::PassRegistry& registry_with_mutants() {
     check::register_builtin_passes(r);
     register_ac_mutants(r);
     register_chunk_mutants(r);
+    register_cleanup_mutants(r);
     return r;
   }();
   return registry;

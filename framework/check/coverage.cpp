@@ -1,0 +1,161 @@
+// Decision coverage (see coverage.h).
+#include "framework/check/coverage.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace passcheck::check {
+
+namespace {
+
+int64_t count_of(const std::map<std::string, std::map<std::string, int64_t>>& counts, const std::string& pass,
+                 const std::string& name) {
+  auto p = counts.find(pass);
+  if (p == counts.end()) return 0;
+  auto n = p->second.find(name);
+  return n == p->second.end() ? 0 : n->second;
+}
+
+void add_counts(std::map<std::string, int64_t>& into, const std::map<std::string, int64_t>& from) {
+  for (const auto& [name, n] : from) into[name] += n;
+}
+
+}  // namespace
+
+void Coverage::add(const std::string& pass, const PassResult& result) {
+  if (!result.rules_fired.empty()) add_counts(rules_[pass], result.rules_fired);
+  if (!result.guards_refused.empty()) add_counts(guards_[pass], result.guards_refused);
+}
+
+void Coverage::merge(const Coverage& other) {
+  for (const auto& [pass, counts] : other.rules_) add_counts(rules_[pass], counts);
+  for (const auto& [pass, counts] : other.guards_) add_counts(guards_[pass], counts);
+}
+
+int64_t Coverage::rule(const std::string& pass, const std::string& rule) const { return count_of(rules_, pass, rule); }
+int64_t Coverage::guard(const std::string& pass, const std::string& guard) const {
+  return count_of(guards_, pass, guard);
+}
+
+std::set<std::string> Coverage::passes() const {
+  std::set<std::string> out;
+  for (const auto& [pass, counts] : rules_) out.insert(pass);
+  for (const auto& [pass, counts] : guards_) out.insert(pass);
+  return out;
+}
+
+std::vector<std::string> Coverage::unreached(const PassRegistry& registry, const std::set<std::string>& passes) const {
+  std::vector<std::string> out;
+  for (const std::string& pass : passes) {
+    const PassInfo& info = registry.get(pass).info;
+    for (const DecisionInfo& r : info.rules)
+      if (rule(pass, r.name) == 0) out.push_back(pass + " rule " + r.name + ": never fired");
+    for (const DecisionInfo& g : info.guards)
+      if (guard(pass, g.name) == 0) out.push_back(pass + " guard " + g.name + ": never refused");
+  }
+  return out;
+}
+
+std::string Coverage::table(const PassRegistry& registry, const std::set<std::string>& passes) const {
+  std::string out;
+  char line[512];
+  for (const std::string& pass : passes) {
+    if (!registry.contains(pass)) continue;
+    const PassInfo& info = registry.get(pass).info;
+    if (info.rules.empty() && info.guards.empty()) continue;
+    size_t width = 0;
+    for (const auto* kind : {&info.rules, &info.guards})
+      for (const DecisionInfo& d : *kind) width = std::max(width, d.name.size());
+    int reached = 0, total = 0;
+    std::string body;
+    for (const auto* kind : {&info.rules, &info.guards}) {
+      bool is_rule = kind == &info.rules;
+      for (const DecisionInfo& d : *kind) {
+        int64_t n = is_rule ? rule(pass, d.name) : guard(pass, d.name);
+        ++total;
+        reached += n > 0;
+        std::snprintf(line, sizeof line, "  %-5s %-*s %10lld%s\n", is_rule ? "rule" : "guard", static_cast<int>(width),
+                      d.name.c_str(), static_cast<long long>(n), n > 0 ? "" : "  NOT REACHED");
+        body += line;
+      }
+    }
+    // Counts the pass reported without declaring them (the pipeline gate rejects those,
+    // but a registry used without the gate may still produce them).
+    for (const auto* counts : {&rules_, &guards_}) {
+      auto p = counts->find(pass);
+      if (p == counts->end()) continue;
+      for (const auto& [name, n] : p->second) {
+        bool declared = counts == &rules_ ? info.declares_rule(name) : info.declares_guard(name);
+        if (!declared) body += "  undeclared " + std::string(counts == &rules_ ? "rule " : "guard ") + name + ": " + std::to_string(n) + "\n";
+      }
+    }
+    out += pass + " (" + std::to_string(reached) + "/" + std::to_string(total) + " decisions reached)\n" + body;
+  }
+  return out;
+}
+
+std::string Coverage::serialize() const {
+  std::string out;
+  for (const auto* counts : {&rules_, &guards_})
+    for (const auto& [pass, names] : *counts)
+      for (const auto& [name, n] : names)
+        out += std::string(counts == &rules_ ? "rule" : "guard") + "\t" + pass + "\t" + name + "\t" + std::to_string(n) + "\n";
+  return out;
+}
+
+Coverage Coverage::parse(const std::string& text) {
+  Coverage c;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    std::vector<std::string> fields;
+    size_t begin = 0;
+    for (size_t tab; (tab = line.find('\t', begin)) != std::string::npos; begin = tab + 1)
+      fields.push_back(line.substr(begin, tab - begin));
+    fields.push_back(line.substr(begin));
+    int64_t n = 0;
+    bool ok = fields.size() == 4 && (fields[0] == "rule" || fields[0] == "guard");
+    if (ok) {
+      try {
+        size_t used = 0;
+        n = std::stoll(fields[3], &used);
+        ok = used == fields[3].size() && n >= 0;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok)
+      throw std::invalid_argument("coverage line " + std::to_string(number) +
+                                  ": expected 'rule|guard<TAB>pass<TAB>name<TAB>count', got '" + line + "'");
+    (fields[0] == "rule" ? c.rules_ : c.guards_)[fields[1]][fields[2]] += n;
+  }
+  return c;
+}
+
+std::set<std::string> passes_with_decisions(const PassRegistry& registry) {
+  std::set<std::string> out;
+  for (const RegisteredPass* p : registry.list())
+    if (!p->info.rules.empty() || !p->info.guards.empty()) out.insert(p->info.name);
+  return out;
+}
+
+PassRegistry counting_registry(const PassRegistry& registry, Coverage* coverage) {
+  PassRegistry out;
+  for (const RegisteredPass* p : registry.list()) {
+    std::string name = p->info.name;
+    PassFunction run = p->run;
+    out.add(p->info, [name, run, coverage](ir::Graph& graph, const PassOptions& options) {
+      PassResult result = run(graph, options);
+      coverage->add(name, result);
+      return result;
+    });
+  }
+  return out;
+}
+
+}  // namespace passcheck::check

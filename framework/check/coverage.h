@@ -1,0 +1,56 @@
+// Decision coverage: how often each declared rule of a pass fired and each declared
+// guard refused, summed over many pipeline runs (a fuzz campaign, a coverage test).
+// A declared decision that no case reaches is a gap in the generators: nothing checks
+// what the pass does there, and a mutant breaking it would go unnoticed. Counts travel
+// between processes as text (the fuzzer's case children send theirs back).
+#pragma once
+
+#include "framework/check/pass.h"
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace passcheck::check {
+
+/// Decision counts per pass: pass -> rule -> firings, pass -> guard -> refusals.
+class Coverage {
+ public:
+  /// Adds the decisions `result` reports for `pass` (a registry name).
+  void add(const std::string& pass, const PassResult& result);
+  void merge(const Coverage& other);
+
+  int64_t rule(const std::string& pass, const std::string& rule) const;
+  int64_t guard(const std::string& pass, const std::string& guard) const;
+  /// Passes with at least one counted decision.
+  std::set<std::string> passes() const;
+  bool empty() const { return rules_.empty() && guards_.empty(); }
+
+  /// "pass rule name: never fired" / "pass guard name: never refused" for every
+  /// decision `passes` declare in `registry` that has a zero count, in registry order.
+  std::vector<std::string> unreached(const PassRegistry& registry, const std::set<std::string>& passes) const;
+  /// A table, one block per pass of `passes` that declares decisions: each declared
+  /// rule and guard with its count, unreached ones marked, undeclared counts listed.
+  std::string table(const PassRegistry& registry, const std::set<std::string>& passes) const;
+
+  /// One "rule|guard <tab> pass <tab> name <tab> count" line per counter.
+  std::string serialize() const;
+  /// Inverse of serialize(); throws std::invalid_argument naming the bad line.
+  static Coverage parse(const std::string& text);
+
+ private:
+  std::map<std::string, std::map<std::string, int64_t>> rules_;
+  std::map<std::string, std::map<std::string, int64_t>> guards_;
+};
+
+/// The registered passes that declare at least one rule or guard.
+std::set<std::string> passes_with_decisions(const PassRegistry& registry);
+
+/// A copy of `registry` whose passes also add their decisions to `*coverage` (which
+/// must outlive the copy). Used where pipelines run out of sight (property checks,
+/// chunk cases) so their decisions are counted without changing the callers.
+PassRegistry counting_registry(const PassRegistry& registry, Coverage* coverage);
+
+}  // namespace passcheck::check
