@@ -132,6 +132,9 @@ struct FuzzArgs {
   int64_t max_failures = 0;
   /// Draw cases from the debug models instead of the program generator.
   bool models = false;
+  /// Draw cases from the cleanup situations generator (graphs built around the traps of
+  /// the cleanup passes: generators/cleanup_situations.h).
+  bool situations = false;
   bool minimize = true;
   double minimize_seconds = 60;
   /// Differential mode (mutation score): a case counts as a failure only when the same

@@ -29,6 +29,7 @@
 #include "suites/mutants/cleanup_mutants.h"
 #include "suites/mutants/test_passes.h"
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
+#include "generators/cleanup_situations.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
 #endif
@@ -136,9 +137,23 @@ struct CaseGraph {
   std::string description;
 };
 
-// Case `index` of the campaign: from the program generator, or the debug models in turn.
-CaseGraph make_case(uint64_t case_seed, int64_t index, bool use_models) {
+enum class CaseSource { Programs, Models, Situations };
+
+// Case `index` of the campaign: from the program generator, the cleanup situations
+// generator, or the debug models in turn.
+CaseGraph make_case(uint64_t case_seed, int64_t index, CaseSource source) {
   CaseGraph c;
+#ifdef PASSCHECK_HAVE_PROGRAM_GEN
+  if (source == CaseSource::Situations) {
+    gen::SituationCase g = gen::generate_cleanup_situation(case_seed);
+    c.graph = g.graph;
+    c.input_seed = g.input_seed;
+    c.int_high = g.int_high;
+    c.description = "generate_cleanup_situation(" + std::to_string(case_seed) + "): " + g.description;
+    return c;
+  }
+#endif
+  bool use_models = source == CaseSource::Models;
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
   if (!use_models) {
     gen::GeneratedCase g = gen::generate_case(case_seed);
@@ -298,9 +313,12 @@ int run_fuzz(const FuzzArgs& args) {
 #endif
     }
     fs::create_directories(args.out);
-    bool use_models = args.models;
+    if (args.models && args.situations) throw std::invalid_argument("--models and --situations are two case sources; pick one");
+    if (chunk_mode && args.situations) throw std::invalid_argument("--chunk draws chunkable programs; it cannot be combined with --situations");
+    CaseSource source = args.situations ? CaseSource::Situations : args.models ? CaseSource::Models : CaseSource::Programs;
 #ifndef PASSCHECK_HAVE_PROGRAM_GEN
-    use_models = true;
+    if (source == CaseSource::Situations) throw std::invalid_argument("--situations needs the generators, which this build does not have");
+    source = CaseSource::Models;
 #endif
     check::prepare_for_fork();
 
@@ -446,7 +464,7 @@ int run_fuzz(const FuzzArgs& args) {
             return 1;
           }
 #endif
-          CaseGraph c = make_case(seed, index, use_models);
+          CaseGraph c = make_case(seed, index, source);
           check::Repro repro;
           repro.pipeline = pipeline;
           repro.registries = sets;

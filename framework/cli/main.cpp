@@ -122,6 +122,8 @@ int main(int argc, char** argv) {
   fuzz_cmd->add_option("--baseline-pass", fuzz.baseline_pass,
                        "Count a failure only when this pass, in place of --pass, passes the case (e.g. remat for a mutant)");
   fuzz_cmd->add_flag("--models", fuzz.models, "Draw cases from the debug models instead of the program generator");
+  fuzz_cmd->add_flag("--situations", fuzz.situations,
+                     "Draw cases from the cleanup situations generator (the traps of the cleanup passes)");
   fuzz_cmd->add_option("--chunk", fuzz.chunk,
                        "Fuzz the chunking passes in this mode (batch): chunkable programs, graph chunking against eager "
                        "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)");
