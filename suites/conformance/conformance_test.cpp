@@ -53,8 +53,9 @@ std::map<std::string, std::vector<std::string>> golden() {
 // - make_fx's getitem projections are not operator nodes (dropped by the script);
 //   passcheck's nodes define several outputs directly.
 // - make_fx's aten::lift_fresh_copy is passcheck's aten::scalar_tensor: both materialize
-//   a constant tensor a formula built outside the dispatcher (the backward of mul.Scalar).
-const std::set<std::string> kDroppedOps = {"aten::detach"};
+//   a constant tensor a formula built outside the dispatcher (the backward of mul.Scalar);
+//   passcheck's following aten::lift_fresh returns its input and is dropped.
+const std::set<std::string> kDroppedOps = {"aten::detach", "aten::lift_fresh"};
 const std::map<std::string, std::string> kRenamedOps = {{"aten::lift_fresh_copy", "aten::scalar_tensor"}};
 
 std::string describe_meta(const ir::Value& v) {
