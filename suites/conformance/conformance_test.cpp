@@ -93,6 +93,15 @@ trace::TracedProgram trace_program(const CorpusProgram& program, c10::Device dev
   return trace::trace_step({}, make_step(program), args);
 }
 
+// The CPU trace, or null when the tracer refuses the program (a data-dependent decision).
+std::unique_ptr<trace::TracedProgram> trace_unless_refused(const CorpusProgram& program) {
+  try {
+    return std::make_unique<trace::TracedProgram>(trace_program(program, at::kCPU));
+  } catch (const trace::TraceError&) {
+    return nullptr;
+  }
+}
+
 std::string first_difference(const std::vector<std::string>& expected, const std::vector<std::string>& actual) {
   std::ostringstream os;
   size_t i = 0;
@@ -159,12 +168,8 @@ TEST(Conformance, TracerAgreesWithMakeFx) {
 TEST(Conformance, MetaTraceEqualsCpuTrace) {
   for (const CorpusProgram& p : corpus()) {
     SCOPED_TRACE(p.name);
-    std::unique_ptr<trace::TracedProgram> cpu;
-    try {
-      cpu = std::make_unique<trace::TracedProgram>(trace_program(p, at::kCPU));
-    } catch (const trace::TraceError&) {
-      continue;  // refused on the CPU (TracerAgreesWithMakeFx checks that make_fx refuses it too)
-    }
+    std::unique_ptr<trace::TracedProgram> cpu = trace_unless_refused(p);
+    if (!cpu) continue;  // refused (TracerAgreesWithMakeFx checks make_fx refuses it too)
     if (kDataDependentBackwardShape.count(p.name)) {
       try {
         trace_program(p, at::kMeta);
@@ -202,12 +207,8 @@ TEST(Conformance, EveryModelTracesTheSameOnMetaAndCpu) {
 TEST(Conformance, OnlyProgramMutationsAreRecorded) {
   std::map<std::string, std::vector<std::string>> reference = golden();
   for (const CorpusProgram& p : corpus()) {
-    std::unique_ptr<trace::TracedProgram> traced;
-    try {
-      traced = std::make_unique<trace::TracedProgram>(trace_program(p, at::kCPU));
-    } catch (const trace::TraceError&) {
-      continue;
-    }
+    std::unique_ptr<trace::TracedProgram> traced = trace_unless_refused(p);
+    if (!traced) continue;  // refused (TracerAgreesWithMakeFx checks make_fx refuses it too)
     std::set<std::string> allowed;
     for (const CorpusOp& op : p.ops) allowed.insert(op.op);
     for (const std::string& line : reference[p.name]) allowed.insert(line.substr(0, line.find(' ')));
@@ -231,12 +232,8 @@ std::vector<c10::IValue> as_ivalues(const std::vector<at::Tensor>& tensors) {
 TEST(Conformance, TracedGraphIsRightForFreshInputs) {
   int replays = 0, guarded_stops = 0;
   for (const CorpusProgram& p : corpus()) {
-    std::unique_ptr<trace::TracedProgram> traced;
-    try {
-      traced = std::make_unique<trace::TracedProgram>(trace_program(p, at::kCPU));
-    } catch (const trace::TraceError&) {
-      continue;
-    }
+    std::unique_ptr<trace::TracedProgram> traced = trace_unless_refused(p);
+    if (!traced) continue;  // refused (TracerAgreesWithMakeFx checks make_fx refuses it too)
     exec::Executor executor(traced->graph());
     for (uint64_t seed = 1; seed <= 4; ++seed) {
       SCOPED_TRACE(p.name + " seed " + std::to_string(seed));
