@@ -39,9 +39,19 @@ constexpr KindName kKinds[] = {
     {OpKind::MaxDim, "max_dim"}, {OpKind::Topk, "topk"}, {OpKind::VarMean, "var_mean"},
     {OpKind::BufferUpdate, "buffer_update"}, {OpKind::Dropout, "dropout"}, {OpKind::Bernoulli, "bernoulli"},
     {OpKind::RandMask, "rand_mask"}, {OpKind::Route, "route"}, {OpKind::CountUpdate, "count_update"},
+    {OpKind::ForceSaved, "force_saved"}, {OpKind::PadRow, "pad_row"}, {OpKind::DoubleCount, "double_count"},
+    {OpKind::CountThenRead, "count_then_read"},
 };
 
-bool is_moe(OpKind k) { return k == OpKind::Route || k == OpKind::CountUpdate; }
+bool counts_tokens(OpKind k) {
+  return k == OpKind::CountUpdate || k == OpKind::DoubleCount || k == OpKind::CountThenRead;
+}
+// The kinds with experts and top_k fields (and a module of their own).
+bool is_moe(OpKind k) { return k == OpKind::Route || counts_tokens(k); }
+// Drawn only with ProgramGenOptions::decision_coverage.
+bool is_coverage_kind(OpKind k) {
+  return k == OpKind::ForceSaved || k == OpKind::PadRow || k == OpKind::DoubleCount || k == OpKind::CountThenRead;
+}
 
 bool changes_width(OpKind k) { return k == OpKind::Linear || k == OpKind::Matmul || k == OpKind::Bmm; }
 bool has_weight(OpKind k) {
@@ -138,15 +148,22 @@ rc::Gen<int64_t> small_int(int64_t lo, int64_t hi) {
 rc::Gen<OpSpec> chunkable_op_gen(const ProgramGenOptions& o) {
   std::vector<OpKind> kinds;
   for (const auto& k : kKinds) {
-    if (is_random(k.kind) || k.kind == OpKind::BufferUpdate || is_moe(k.kind)) continue;
+    if (is_random(k.kind) || k.kind == OpKind::BufferUpdate || is_moe(k.kind) || is_coverage_kind(k.kind)) continue;
     kinds.push_back(k.kind);
   }
+  // Decision coverage: what the chunk passes refuse or handle specially, as a family of
+  // its own so the other draws keep their odds.
+  const std::vector<OpKind> refusals = {OpKind::PadRow, OpKind::DoubleCount, OpKind::CountThenRead,
+                                        OpKind::Dropout, OpKind::BufferUpdate};
+  const bool coverage = o.decision_coverage;
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
-  return rc::gen::exec([kinds, max_dim] {
+  return rc::gen::exec([kinds, refusals, coverage, max_dim] {
     OpSpec op;
-    int family = *choose_value<int>({{4, 0}, {1, 1}, {1, 2}});
+    int family = coverage ? *choose_value<int>({{4, 0}, {1, 1}, {1, 2}, {1, 3}})
+                          : *choose_value<int>({{4, 0}, {1, 1}, {1, 2}});
     if (family == 1) op.kind = OpKind::Route;
     else if (family == 2) op.kind = OpKind::CountUpdate;
+    else if (family == 3) op.kind = refusals[*shrinking_index(refusals.size())];
     else op.kind = kinds[*shrinking_index(kinds.size())];
     if (changes_width(op.kind)) op.out = *small_int(2, max_dim);
     if (op.kind == OpKind::Linear) op.bias = *rc::gen::map(shrinking_index(2), [](size_t i) { return i == 1; });
@@ -165,6 +182,7 @@ rc::Gen<OpSpec> op_gen(const ProgramGenOptions& o) {
     if (is_random(k.kind) && !o.allow_random_ops) continue;
     if (k.kind == OpKind::BufferUpdate && !o.allow_buffer_updates) continue;
     if (is_moe(k.kind)) continue;  // chunkable mode only: the plain draws stay as they were
+    if (is_coverage_kind(k.kind) && !(o.decision_coverage && k.kind == OpKind::ForceSaved)) continue;
     kinds.push_back(k.kind);
   }
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
@@ -209,8 +227,25 @@ rc::Gen<ProgramSpec> arbitrary_program(const ProgramGenOptions& options) {
     if (s.layers.empty()) s.layers.push_back(*layer_gen(o));
     s.loss = *choose_value<LossKind>({{1, LossKind::Sum}, {1, LossKind::Mean}, {1, LossKind::CrossEntropy}});
     if (s.loss == LossKind::CrossEntropy) s.classes = *small_int(2, 6);
+    // A padded batch has one row more than the labels.
+    bool pads = false;
+    for (const LayerSpec& layer : s.layers)
+      for (const OpSpec& op : layer.ops) pads |= op.kind == OpKind::PadRow;
+    if (pads && s.loss == LossKind::CrossEntropy) s.loss = LossKind::Sum;
     return s;
   });
+}
+
+ProgramGenOptions ac_coverage_options() {
+  ProgramGenOptions o;
+  o.decision_coverage = true;
+  return o;
+}
+
+ProgramGenOptions chunk_coverage_options() {
+  ProgramGenOptions o = chunkable_options();
+  o.decision_coverage = true;
+  return o;
 }
 
 ProgramGenOptions chunkable_options() {
@@ -342,15 +377,28 @@ at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, in
       at::Tensor expert_out = at::bmm(x.unsqueeze(0).expand({e, b, d}), m->experts);  // every expert, every row
       return (expert_out * combine.t().unsqueeze(2)).sum(0);
     }
-    case OpKind::CountUpdate: {
+    case OpKind::CountUpdate: case OpKind::DoubleCount: case OpKind::CountThenRead: {
       const int64_t e = std::min(op.experts, d), k = std::min(op.top_k, e);
-      at::NoGradGuard no_grad;
-      at::Tensor indices = std::get<1>(at::topk(x.detach().narrow(1, 0, e), k, 1));  // [b, k]
-      at::Tensor one_hot = (indices.unsqueeze(2) == at::arange(e, indices.options())).to(at::kFloat);
-      // The one in-place update of this buffer in the layer (the chunk pass chains two).
-      m->tokens_per_expert.add_(one_hot.sum(at::IntArrayRef{0, 1}));
+      at::Tensor counts;
+      {
+        at::NoGradGuard no_grad;
+        at::Tensor indices = std::get<1>(at::topk(x.detach().narrow(1, 0, e), k, 1));  // [b, k]
+        at::Tensor one_hot = (indices.unsqueeze(2) == at::arange(e, indices.options())).to(at::kFloat);
+        counts = one_hot.sum(at::IntArrayRef{0, 1});
+        // CountUpdate: the one in-place update of this buffer in the layer (the chunk
+        // pass chains two); DoubleCount updates it twice.
+        m->tokens_per_expert.add_(counts);
+        if (op.kind == OpKind::DoubleCount) m->tokens_per_expert.add_(counts);
+      }
+      if (op.kind == OpKind::CountThenRead)
+        return x + at::tanh(m->tokens_per_expert.sum()).to(x.scalar_type()) * 0.001;
       return x;
     }
+    case OpKind::ForceSaved: {
+      trace::AnnotationScope force_save(std::map<std::string, std::string>{{"force_save", "1"}});
+      return at::tanh(x);
+    }
+    case OpKind::PadRow: return at::cat({x, x.narrow(0, 0, 1)}, 0);
   }
   throw std::logic_error("unknown OpKind");
 }
@@ -396,7 +444,7 @@ class ProgramSubject : public models::TrainingSubject {
               // Distinct small biases, so they shift the top-k without dominating it.
               m->expert_bias = m->register_buffer("expert_bias", at::linspace(-0.02, 0.02, op.experts, f32));
               break;
-            case OpKind::CountUpdate:
+            case OpKind::CountUpdate: case OpKind::DoubleCount: case OpKind::CountThenRead:
               m->tokens_per_expert =
                   m->register_buffer("tokens_per_expert", at::zeros({std::min(op.experts, d)}, f32));
               break;

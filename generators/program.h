@@ -43,6 +43,17 @@ enum class OpKind {
   /// One in-place update of a buffer tokens_per_expert [E]: the rows' top_k of the first
   /// E columns, counted one-hot over the rows, added under no-grad. Returns x.
   CountUpdate,
+  // Decision-coverage kinds (ProgramGenOptions::decision_coverage), appended likewise:
+  /// tanh(x) traced with custom force_save=1 (sac-tag's forced-save guard).
+  ForceSaved,
+  /// Appends the first row again: the batch grows by one for every later operation, so a
+  /// later chunked region sees a live-in of odd extent (chunk's odd-live-in guard) and
+  /// a chunked body producing it records a false claim (concretize's false-guard).
+  PadRow,
+  /// CountUpdate twice on the same buffer (chunk's state-updated-twice guard).
+  DoubleCount,
+  /// CountUpdate, then x plus a bounded read of the updated buffer (read-after-update).
+  CountThenRead,
 };
 
 /// Short snake_case name of an operation (also its submodule name prefix).

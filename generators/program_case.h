@@ -27,7 +27,18 @@ struct ProgramGenOptions {
   /// and CountUpdate operations (one in-place update per buffer). Off: the vocabulary
   /// and the draws are exactly those of the plain generator.
   bool chunkable = false;
+  /// Also draw the decision-coverage kinds (ForceSaved; in chunkable mode PadRow,
+  /// DoubleCount, CountThenRead, random ops and BufferUpdate too), so that every guard of
+  /// the AC and chunk passes is reached; some of these programs are refused by the chunk
+  /// passes with a clear error (ChunkConfig::refusal_allowed). Off: draws unchanged.
+  bool decision_coverage = false;
 };
+
+/// The options of decision-coverage programs for the AC passes: plain ones plus
+/// ForceSaved.
+ProgramGenOptions ac_coverage_options();
+/// The options of decision-coverage chunk cases: chunkable plus the refusal kinds.
+ProgramGenOptions chunk_coverage_options();
 
 /// The options of chunk fuzzing: chunkable programs, small widths.
 ProgramGenOptions chunkable_options();
@@ -54,6 +65,10 @@ struct ChunkConfig {
   bool early_accumulation = false;
   int steps = 2;
   std::string optimizer = "sgd";       ///< oracles::OptimizerKind
+  /// The program may be one the chunk passes refuse (drawn with decision_coverage): a
+  /// passes::RefusedInput from chunk or concretize is then the expected outcome, not a
+  /// violation. Printed only when true.
+  bool refusal_allowed = false;
   /// "mode=batch modules=layers.* early-accumulation=false steps=2 optimizer=sgd"
   std::string str() const;
   /// Inverse of str(); throws std::invalid_argument.
@@ -78,6 +93,9 @@ struct ChunkCaseResult {
   /// eager chunking; a thrown error (a pass refusing the program included) is one too.
   std::vector<std::string> violations;
   std::string report;     ///< the oracle's report when it ran to the end
+  /// The chunk passes refused the program with a clear error (refusal_allowed cases
+  /// only; otherwise a refusal is a violation): the message.
+  std::string refusal;
   double seconds = 0;
 };
 

@@ -17,6 +17,7 @@
 //    or, for values without it, add of the two partials when they provably are sums over
 //    the chunked extent (parameter gradients, token reductions).
 #include "passes/chunk/chunk_passes.h"
+#include "passes/refused_input.h"
 
 #include "framework/check/ac_policy.h"
 #include "framework/exec/op_properties.h"
@@ -84,8 +85,13 @@ class ChunkRewriter {
   }
 
   check::PassResult run() {
-    std::vector<Region> regions = find_regions();
-    for (Region& r : regions) rewrite_region(r);
+    std::vector<Region> regions;
+    try {
+      regions = find_regions();
+      for (Region& r : regions) rewrite_region(r);
+    } catch (const ChunkError& e) {
+      throw RefusedInput(e.what(), result_);
+    }
     check::PassResult& result = result_;
     result.changed = !regions.empty();
     result.stats["regions"] = static_cast<int64_t>(regions.size());

@@ -4,6 +4,7 @@
 // it will run with), then arguments and metadata are substituted, scalar plumbing left
 // dead by the substitution is erased, and nothing may mention a symbol afterwards.
 #include "passes/chunk/chunk_passes.h"
+#include "passes/refused_input.h"
 
 #include "framework/exec/op_properties.h"
 
@@ -68,11 +69,11 @@ std::string node_where(const ir::Node& n) {
 
 }  // namespace
 
-check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOptions& options,
-                                       const ConcretizeBehaviour& behaviour) {
+namespace {
+
+void concretize(ir::Graph& graph, const ConcretizeBehaviour& behaviour, check::PassResult& result,
+                check::Decisions& d) {
   const std::map<std::string, int64_t> hints = graph.symbol_hints();
-  check::PassResult result;
-  check::Decisions d(result, options);
   int64_t guards = 0;
   if (behaviour.validate_guards) {
     for (const sym::Claim& c : graph.claims()) {
@@ -153,6 +154,19 @@ check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOption
   result.stats["validated_guards"] = guards;
   result.stats["substituted"] = substituted;
   result.stats["erased_scalar_nodes"] = erased;
+}
+
+}  // namespace
+
+check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOptions& options,
+                                       const ConcretizeBehaviour& behaviour) {
+  check::PassResult result;
+  check::Decisions d(result, options);
+  try {
+    concretize(graph, behaviour, result, d);
+  } catch (const ConcretizeError& e) {
+    throw RefusedInput(e.what(), result);
+  }
   return result;
 }
 
