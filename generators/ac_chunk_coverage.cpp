@@ -9,6 +9,7 @@
 #include "oracles/symbolic_trace.h"
 #include "passes/refused_input.h"
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
@@ -46,10 +47,15 @@ struct Counter {
 };
 
 check::PassRegistry counting_registry(const check::PassRegistry& registry, const std::shared_ptr<Counter>& counter) {
-  check::PassRegistry wrapped = registry;
-  for (const std::string& name : ac_chunk_passes()) {
-    const check::RegisteredPass& pass = registry.get(name);
-    wrapped.add(pass.info, [run = pass.run, name, counter](ir::Graph& g, const check::PassOptions& o) {
+  const std::vector<std::string>& counted = ac_chunk_passes();
+  check::PassRegistry wrapped;
+  for (const check::RegisteredPass* pass : registry.list()) {
+    const std::string name = pass->info.name;
+    if (std::find(counted.begin(), counted.end(), name) == counted.end()) {
+      wrapped.add(pass->info, pass->run);
+      continue;
+    }
+    wrapped.add(pass->info, [run = pass->run, name, counter](ir::Graph& g, const check::PassOptions& o) {
       try {
         check::PassResult r = run(g, o);
         counter->add(name, r);
@@ -64,15 +70,19 @@ check::PassRegistry counting_registry(const check::PassRegistry& registry, const
   return wrapped;
 }
 
-void run_pipeline(const std::string& pipeline, ir::Graph& graph, const check::PassRegistry& registry,
-                  Counter& counter, const std::string& what) {
+void run_pipeline(const check::Pipeline& pipeline, ir::Graph& graph, Counter& counter, const std::string& what) {
   ++counter.coverage->cases;
   counter.refused = false;
   try {
-    check::Pipeline::parse(pipeline, registry).run(graph);
+    pipeline.run(graph);
   } catch (const std::exception& e) {
-    if (counter.refused) ++counter.coverage->refusals;
-    else counter.coverage->problems.push_back(what + ", " + pipeline + ": " + e.what());
+    const std::string message = what + ", " + pipeline.str() + ": " + e.what();
+    if (counter.refused) {
+      ++counter.coverage->refusals;
+      counter.coverage->refusal_messages.push_back(message);
+    } else {
+      counter.coverage->problems.push_back(message);
+    }
   }
 }
 
@@ -121,7 +131,8 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
     GeneratedCase c = generate_case(seed, ac_coverage_options());
     for (const std::string& pipeline : kAcPipelines) {
       std::unique_ptr<ir::Graph> g = c.graph->clone();
-      run_pipeline(pipeline, *g, counting, *counter, "generate_case(" + std::to_string(seed) + ")");
+      run_pipeline(check::Pipeline::parse(pipeline, counting), *g, *counter,
+                   "generate_case(" + std::to_string(seed) + ")");
     }
   }
 
@@ -143,14 +154,16 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
       coverage.problems.push_back(what + ": symbolic trace failed: " + e.what());
       continue;
     }
-    const std::string pipeline = "chunk{mode=" + c.config.mode + ",modules=" + c.config.modules +
-                                 ",early-accumulation=" + (c.config.early_accumulation ? "true" : "false") +
-                                 "},concretize";
+    const std::map<std::string, std::string> chunk_options = {
+        {"mode", c.config.mode},
+        {"modules", c.config.modules},
+        {"early-accumulation", c.config.early_accumulation ? "true" : "false"}};
+    const check::Pipeline pipeline({{"chunk", chunk_options}, {"concretize", {}}}, counting);
     std::unique_ptr<ir::Graph> g = graph->clone();
-    run_pipeline(pipeline, *g, counting, *counter, what);
+    run_pipeline(pipeline, *g, *counter, what);
     // The AC passes on a symbolic graph: its size nodes produce symbolic integers.
     std::unique_ptr<ir::Graph> ac = graph->clone();
-    run_pipeline(kAcPipelines[0], *ac, counting, *counter, what);
+    run_pipeline(check::Pipeline::parse(kAcPipelines[0], counting), *ac, *counter, what);
   }
   return coverage;
 }

@@ -21,8 +21,8 @@ using DecisionCounts = std::map<std::string, std::map<std::string, int64_t>>;
 
 struct AcChunkCoverageOptions {
   uint64_t seed = 1;
-  int program_cases = 24;  ///< AC cases: generate_case with ac_coverage_options()
-  int chunk_cases = 16;    ///< chunk cases: generate_chunk_case with chunk_coverage_options()
+  int program_cases = 32;  ///< AC cases: generate_case with ac_coverage_options()
+  int chunk_cases = 48;    ///< chunk cases: generate_chunk_case with chunk_coverage_options()
 };
 
 struct AcChunkCoverage {
@@ -30,6 +30,7 @@ struct AcChunkCoverage {
   DecisionCounts rules, guards;
   int64_t cases = 0;     ///< pipeline runs
   int64_t refusals = 0;  ///< runs a pass refused with a clear error (expected)
+  std::vector<std::string> refusal_messages;  ///< their errors, in order
   /// Runs that failed otherwise (a verifier error, a symbolization failure): each one a
   /// finding about the passes or the generator.
   std::vector<std::string> problems;

@@ -40,7 +40,8 @@ constexpr KindName kKinds[] = {
     {OpKind::BufferUpdate, "buffer_update"}, {OpKind::Dropout, "dropout"}, {OpKind::Bernoulli, "bernoulli"},
     {OpKind::RandMask, "rand_mask"}, {OpKind::Route, "route"}, {OpKind::CountUpdate, "count_update"},
     {OpKind::ForceSaved, "force_saved"}, {OpKind::PadRow, "pad_row"}, {OpKind::DoubleCount, "double_count"},
-    {OpKind::CountThenRead, "count_then_read"},
+    {OpKind::CountThenRead, "count_then_read"}, {OpKind::SavedForBackward, "saved_for_backward"},
+    {OpKind::RandomSavedForBackward, "random_saved_for_backward"},
 };
 
 bool counts_tokens(OpKind k) {
@@ -50,8 +51,10 @@ bool counts_tokens(OpKind k) {
 bool is_moe(OpKind k) { return k == OpKind::Route || counts_tokens(k); }
 // Drawn only with ProgramGenOptions::decision_coverage.
 bool is_coverage_kind(OpKind k) {
-  return k == OpKind::ForceSaved || k == OpKind::PadRow || k == OpKind::DoubleCount || k == OpKind::CountThenRead;
+  return k == OpKind::ForceSaved || k == OpKind::PadRow || k == OpKind::DoubleCount || k == OpKind::CountThenRead ||
+         k == OpKind::SavedForBackward || k == OpKind::RandomSavedForBackward;
 }
+
 
 bool changes_width(OpKind k) { return k == OpKind::Linear || k == OpKind::Matmul || k == OpKind::Bmm; }
 bool has_weight(OpKind k) {
@@ -72,7 +75,9 @@ const char* to_string(OpKind kind) {
   return "?";
 }
 
-bool is_random(OpKind k) { return k == OpKind::Dropout || k == OpKind::Bernoulli || k == OpKind::RandMask; }
+bool is_random(OpKind k) {
+  return k == OpKind::Dropout || k == OpKind::Bernoulli || k == OpKind::RandMask || k == OpKind::RandomSavedForBackward;
+}
 
 const char* to_string(LayerEnd end) {
   switch (end) {
@@ -181,14 +186,20 @@ rc::Gen<OpSpec> op_gen(const ProgramGenOptions& o) {
   for (const auto& k : kKinds) {
     if (is_random(k.kind) && !o.allow_random_ops) continue;
     if (k.kind == OpKind::BufferUpdate && !o.allow_buffer_updates) continue;
-    if (is_moe(k.kind)) continue;  // chunkable mode only: the plain draws stay as they were
-    if (is_coverage_kind(k.kind) && !(o.decision_coverage && k.kind == OpKind::ForceSaved)) continue;
+    if (is_moe(k.kind) || is_coverage_kind(k.kind)) continue;  // the plain draws stay as they were
     kinds.push_back(k.kind);
   }
+  // Decision coverage: the AC guards' corner cases as a family of their own, so they
+  // come up often enough.
+  std::vector<OpKind> corners = {OpKind::ForceSaved, OpKind::SavedForBackward};
+  if (o.allow_random_ops) corners.push_back(OpKind::RandomSavedForBackward);
+  if (o.allow_buffer_updates) corners.push_back(OpKind::BufferUpdate);
+  const bool coverage = o.decision_coverage;
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
-  return rc::gen::exec([kinds, max_dim] {
+  return rc::gen::exec([kinds, corners, coverage, max_dim] {
     OpSpec op;
-    op.kind = kinds[*shrinking_index(kinds.size())];
+    const bool corner = coverage && *choose_value<bool>({{4, false}, {1, true}});
+    op.kind = corner ? corners[*shrinking_index(corners.size())] : kinds[*shrinking_index(kinds.size())];
     if (changes_width(op.kind)) op.out = *small_int(2, max_dim);
     if (op.kind == OpKind::Linear) op.bias = *rc::gen::map(shrinking_index(2), [](size_t i) { return i == 1; });
     return op;
@@ -287,6 +298,21 @@ class ProgramModule : public torch::nn::Module {
   std::shared_ptr<OpModule> embed, lm_head;
   torch::nn::ModuleList layers;
   std::vector<std::shared_ptr<LayerModule>> layer_modules;
+};
+
+// 2x, with a value saved for the backward alone (SavedForBackward kinds): the backward
+// multiplies by (0 * saved + 2), so the saved value is read but changes nothing.
+struct SaveForBackwardOnly : public torch::autograd::Function<SaveForBackwardOnly> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, bool random) {
+    at::Tensor saved = random ? at::bernoulli(at::full_like(x, 0.5)) : at::tanh(x);
+    ctx->save_for_backward({saved});
+    return x * 2;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    at::Tensor saved = ctx->get_saved_variables()[0];
+    return {grads[0] * (saved * 0 + 2), at::Tensor()};
+  }
 };
 
 at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, int64_t d) {
@@ -399,6 +425,8 @@ at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, in
       return at::tanh(x);
     }
     case OpKind::PadRow: return at::cat({x, x.narrow(0, 0, 1)}, 0);
+    case OpKind::SavedForBackward: return SaveForBackwardOnly::apply(x, false);
+    case OpKind::RandomSavedForBackward: return SaveForBackwardOnly::apply(x, true);
   }
   throw std::logic_error("unknown OpKind");
 }

@@ -54,6 +54,11 @@ enum class OpKind {
   DoubleCount,
   /// CountUpdate, then x plus a bounded read of the updated buffer (read-after-update).
   CountThenRead,
+  /// 2x through a custom autograd function that saves tanh(x) for its backward only: a
+  /// forward node no forward node reads (remat erases its original).
+  SavedForBackward,
+  /// Likewise with a Bernoulli mask: a random original remat must keep.
+  RandomSavedForBackward,
 };
 
 /// Short snake_case name of an operation (also its submodule name prefix).

@@ -37,6 +37,7 @@ const std::map<std::string, std::string>& known_gaps() {
 TEST(AcChunkCoverage, EveryDeclaredDecisionIsReachedForTheFixedSeed) {
   const gen::AcChunkCoverage c = gen::ac_chunk_coverage(check::PassRegistry::global());
   std::cout << c.cases << " pipeline runs, " << c.refusals << " refused with a clear error\n" << c.table();
+  for (const std::string& r : c.refusal_messages) std::cout << "refused: " << r.substr(0, 300) << "\n";
   for (const std::string& p : c.problems) ADD_FAILURE() << "unexpected failure: " << p;
   std::set<std::string> unreached;
   for (const std::string& u : c.unreached()) {
