@@ -2,6 +2,7 @@
 #include "suites/mutants/ac_mutants.h"
 
 #include "passes/ac/ac_passes.h"
+#include "suites/mutants/decision_mutants_ac.h"
 
 namespace passcheck::mutants {
 
@@ -38,6 +39,7 @@ void register_ac_mutants(check::PassRegistry& registry) {
   add(m[1], fresh_rng);
   add(m[2], keeps_original);
   add(m[3], twice);
+  register_ac_decision_mutants(registry);
 }
 
 const check::PassRegistry& registry_with_mutants() {
