@@ -129,11 +129,16 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
   for (int i = 0; i < options.program_cases; ++i) {
     const uint64_t seed = case_seed(options.seed, i, 0);
     GeneratedCase c = generate_case(seed, ac_coverage_options());
+    const std::string what = "generate_case(" + std::to_string(seed) + ")";
     for (const std::string& pipeline : kAcPipelines) {
       std::unique_ptr<ir::Graph> g = c.graph->clone();
-      run_pipeline(check::Pipeline::parse(pipeline, counting), *g, *counter,
-                   "generate_case(" + std::to_string(seed) + ")");
+      run_pipeline(check::Pipeline::parse(pipeline, counting), *g, *counter, what);
     }
+    // Tags from elsewhere, unsafe ones included: remat's own guards.
+    std::unique_ptr<ir::Graph> tagged = c.graph->clone();
+    tag_randomly(*tagged, seed);
+    run_pipeline(check::Pipeline::parse("ac-regions,remat{rng=replay}", counting), *tagged, *counter,
+                 what + " tagged at random");
   }
 
   for (int i = 0; i < options.chunk_cases; ++i) {

@@ -39,19 +39,15 @@ constexpr KindName kKinds[] = {
     {OpKind::MaxDim, "max_dim"}, {OpKind::Topk, "topk"}, {OpKind::VarMean, "var_mean"},
     {OpKind::BufferUpdate, "buffer_update"}, {OpKind::Dropout, "dropout"}, {OpKind::Bernoulli, "bernoulli"},
     {OpKind::RandMask, "rand_mask"}, {OpKind::Route, "route"}, {OpKind::CountUpdate, "count_update"},
-    {OpKind::ForceSaved, "force_saved"}, {OpKind::PadRow, "pad_row"}, {OpKind::DoubleCount, "double_count"},
-    {OpKind::CountThenRead, "count_then_read"}, {OpKind::SavedForBackward, "saved_for_backward"},
+    {OpKind::ForceSaved, "force_saved"}, {OpKind::PadRow, "pad_row"}, {OpKind::DoubleDropout, "double_dropout"},
+    {OpKind::SavedForBackward, "saved_for_backward"},
     {OpKind::RandomSavedForBackward, "random_saved_for_backward"},
 };
 
-bool counts_tokens(OpKind k) {
-  return k == OpKind::CountUpdate || k == OpKind::DoubleCount || k == OpKind::CountThenRead;
-}
-// The kinds with experts and top_k fields (and a module of their own).
-bool is_moe(OpKind k) { return k == OpKind::Route || counts_tokens(k); }
+bool is_moe(OpKind k) { return k == OpKind::Route || k == OpKind::CountUpdate; }
 // Drawn only with ProgramGenOptions::decision_coverage.
 bool is_coverage_kind(OpKind k) {
-  return k == OpKind::ForceSaved || k == OpKind::PadRow || k == OpKind::DoubleCount || k == OpKind::CountThenRead ||
+  return k == OpKind::ForceSaved || k == OpKind::PadRow || k == OpKind::DoubleDropout ||
          k == OpKind::SavedForBackward || k == OpKind::RandomSavedForBackward;
 }
 
@@ -61,7 +57,7 @@ bool has_weight(OpKind k) {
   switch (k) {
     case OpKind::Linear: case OpKind::Matmul: case OpKind::Bmm: case OpKind::AddParam: case OpKind::SubParam:
     case OpKind::MulParam: case OpKind::DivAbs: case OpKind::Maximum: case OpKind::Minimum: case OpKind::LayerNorm:
-    case OpKind::RmsNorm:
+    case OpKind::RmsNorm: case OpKind::SavedForBackward: case OpKind::RandomSavedForBackward:
       return true;
     default:
       return false;
@@ -76,7 +72,8 @@ const char* to_string(OpKind kind) {
 }
 
 bool is_random(OpKind k) {
-  return k == OpKind::Dropout || k == OpKind::Bernoulli || k == OpKind::RandMask || k == OpKind::RandomSavedForBackward;
+  return k == OpKind::Dropout || k == OpKind::Bernoulli || k == OpKind::RandMask || k == OpKind::DoubleDropout ||
+         k == OpKind::RandomSavedForBackward;
 }
 
 const char* to_string(LayerEnd end) {
@@ -158,13 +155,13 @@ rc::Gen<OpSpec> chunkable_op_gen(const ProgramGenOptions& o) {
   }
   // Decision coverage: what the chunk passes refuse or handle specially, as a family of
   // its own so the other draws keep their odds.
-  const std::vector<OpKind> refusals = {OpKind::PadRow, OpKind::DoubleCount, OpKind::CountThenRead,
-                                        OpKind::Dropout, OpKind::BufferUpdate};
+  const std::vector<OpKind> refusals = {OpKind::PadRow, OpKind::DoubleDropout, OpKind::Dropout,
+                                        OpKind::BufferUpdate};
   const bool coverage = o.decision_coverage;
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
   return rc::gen::exec([kinds, refusals, coverage, max_dim] {
     OpSpec op;
-    int family = coverage ? *choose_value<int>({{4, 0}, {1, 1}, {1, 2}, {1, 3}})
+    int family = coverage ? *choose_value<int>({{4, 0}, {1, 1}, {1, 2}, {2, 3}})
                           : *choose_value<int>({{4, 0}, {1, 1}, {1, 2}});
     if (family == 1) op.kind = OpKind::Route;
     else if (family == 2) op.kind = OpKind::CountUpdate;
@@ -192,7 +189,10 @@ rc::Gen<OpSpec> op_gen(const ProgramGenOptions& o) {
   // Decision coverage: the AC guards' corner cases as a family of their own, so they
   // come up often enough.
   std::vector<OpKind> corners = {OpKind::ForceSaved, OpKind::SavedForBackward};
-  if (o.allow_random_ops) corners.push_back(OpKind::RandomSavedForBackward);
+  if (o.allow_random_ops) {
+    corners.push_back(OpKind::RandomSavedForBackward);
+    corners.push_back(OpKind::Dropout);
+  }
   if (o.allow_buffer_updates) corners.push_back(OpKind::BufferUpdate);
   const bool coverage = o.decision_coverage;
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
@@ -300,18 +300,21 @@ class ProgramModule : public torch::nn::Module {
   std::vector<std::shared_ptr<LayerModule>> layer_modules;
 };
 
-// 2x, with a value saved for the backward alone (SavedForBackward kinds): the backward
-// multiplies by (0 * saved + 2), so the saved value is read but changes nothing.
+// x * weight, with a value saved for the backward alone (SavedForBackward kinds): the
+// backward multiplies by (0 * saved + 1), so the saved value is read but changes nothing.
+// The weight makes the backward run wherever the op sits.
 struct SaveForBackwardOnly : public torch::autograd::Function<SaveForBackwardOnly> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, bool random) {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
+                            bool random) {
     at::Tensor saved = random ? at::bernoulli(at::full_like(x, 0.5)) : at::tanh(x);
-    ctx->save_for_backward({saved});
-    return x * 2;
+    ctx->save_for_backward({x, w, saved});
+    return x * w;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    at::Tensor saved = ctx->get_saved_variables()[0];
-    return {grads[0] * (saved * 0 + 2), at::Tensor()};
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor k = saved[2] * 0 + 1;
+    return {grads[0] * saved[1] * k, (grads[0] * saved[0] * k).sum(0), at::Tensor()};
   }
 };
 
@@ -403,30 +406,23 @@ at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, in
       at::Tensor expert_out = at::bmm(x.unsqueeze(0).expand({e, b, d}), m->experts);  // every expert, every row
       return (expert_out * combine.t().unsqueeze(2)).sum(0);
     }
-    case OpKind::CountUpdate: case OpKind::DoubleCount: case OpKind::CountThenRead: {
+    case OpKind::CountUpdate: {
       const int64_t e = std::min(op.experts, d), k = std::min(op.top_k, e);
-      at::Tensor counts;
-      {
-        at::NoGradGuard no_grad;
-        at::Tensor indices = std::get<1>(at::topk(x.detach().narrow(1, 0, e), k, 1));  // [b, k]
-        at::Tensor one_hot = (indices.unsqueeze(2) == at::arange(e, indices.options())).to(at::kFloat);
-        counts = one_hot.sum(at::IntArrayRef{0, 1});
-        // CountUpdate: the one in-place update of this buffer in the layer (the chunk
-        // pass chains two); DoubleCount updates it twice.
-        m->tokens_per_expert.add_(counts);
-        if (op.kind == OpKind::DoubleCount) m->tokens_per_expert.add_(counts);
-      }
-      if (op.kind == OpKind::CountThenRead)
-        return x + at::tanh(m->tokens_per_expert.sum()).to(x.scalar_type()) * 0.001;
+      at::NoGradGuard no_grad;
+      at::Tensor indices = std::get<1>(at::topk(x.detach().narrow(1, 0, e), k, 1));  // [b, k]
+      at::Tensor one_hot = (indices.unsqueeze(2) == at::arange(e, indices.options())).to(at::kFloat);
+      // The one in-place update of this buffer in the layer (the chunk pass chains two).
+      m->tokens_per_expert.add_(one_hot.sum(at::IntArrayRef{0, 1}));
       return x;
     }
+    case OpKind::DoubleDropout: return at::dropout(at::dropout(x, 0.25, /*train=*/true), 0.25, /*train=*/true);
     case OpKind::ForceSaved: {
       trace::AnnotationScope force_save(std::map<std::string, std::string>{{"force_save", "1"}});
       return at::tanh(x);
     }
     case OpKind::PadRow: return at::cat({x, x.narrow(0, 0, 1)}, 0);
-    case OpKind::SavedForBackward: return SaveForBackwardOnly::apply(x, false);
-    case OpKind::RandomSavedForBackward: return SaveForBackwardOnly::apply(x, true);
+    case OpKind::SavedForBackward: return SaveForBackwardOnly::apply(x, m->weight, false);
+    case OpKind::RandomSavedForBackward: return SaveForBackwardOnly::apply(x, m->weight, true);
   }
   throw std::logic_error("unknown OpKind");
 }
@@ -472,7 +468,7 @@ class ProgramSubject : public models::TrainingSubject {
               // Distinct small biases, so they shift the top-k without dominating it.
               m->expert_bias = m->register_buffer("expert_bias", at::linspace(-0.02, 0.02, op.experts, f32));
               break;
-            case OpKind::CountUpdate: case OpKind::DoubleCount: case OpKind::CountThenRead:
+            case OpKind::CountUpdate:
               m->tokens_per_expert =
                   m->register_buffer("tokens_per_expert", at::zeros({std::min(op.experts, d)}, f32));
               break;

@@ -50,10 +50,8 @@ enum class OpKind {
   /// later chunked region sees a live-in of odd extent (chunk's odd-live-in guard) and
   /// a chunked body producing it records a false claim (concretize's false-guard).
   PadRow,
-  /// CountUpdate twice on the same buffer (chunk's state-updated-twice guard).
-  DoubleCount,
-  /// CountUpdate, then x plus a bounded read of the updated buffer (read-after-update).
-  CountThenRead,
+  /// Two dropouts in a row: two random ops in one region (chunk's second-random-op).
+  DoubleDropout,
   /// 2x through a custom autograd function that saves tanh(x) for its backward only: a
   /// forward node no forward node reads (remat erases its original).
   SavedForBackward,

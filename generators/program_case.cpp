@@ -30,6 +30,18 @@ GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options) {
   return c;
 }
 
+void tag_randomly(ir::Graph& graph, uint64_t seed) {
+  static const ir::RecomputePolicy policies[] = {ir::RecomputePolicy::MustSave, ir::RecomputePolicy::PreferSave,
+                                                 ir::RecomputePolicy::MustRecompute,
+                                                 ir::RecomputePolicy::PreferRecompute};
+  uint64_t x = seed;
+  for (ir::Node* n : graph.nodes()) {
+    if (n->meta().phase != ir::Phase::Forward) continue;
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    n->meta().recompute = policies[(x >> 33) % 4];
+  }
+}
+
 std::string ChunkConfig::str() const {
   std::ostringstream os;
   os << "mode=" << mode << " modules=" << modules << " early-accumulation=" << (early_accumulation ? "true" : "false")

@@ -53,6 +53,11 @@ struct GeneratedCase {
 /// The case for `seed`: the same seed always gives the same case.
 GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options = {});
 
+/// Tags every forward node of `graph` with a recompute policy drawn from `seed`, unsafe
+/// choices included (a buffer update or a random op tagged recomputable), as a user or
+/// another tagger might: remat's own guards must then keep the result correct.
+void tag_randomly(ir::Graph& graph, uint64_t seed);
+
 // ---------------------------------------------------------------------------------
 // Chunk cases (passes/chunk): a chunkable program, its seed and a chunk configuration,
 // run by oracles::run_graph_chunked_vs_eager_chunked. Unlike a graph case, replaying one

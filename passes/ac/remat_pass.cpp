@@ -84,11 +84,13 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
   auto is_forward_recomputable = [&](const ir::Node& n) {
     if (n.meta().phase == ir::Phase::Backward) return false;
     if (widen_targets) return true;
+    if (!g_behaviour->honour_prefer_recompute && n.meta().recompute != ir::RecomputePolicy::MustRecompute) return false;
+    if (!ir::is_recomputable(n.meta().recompute)) return false;
+    // Tagged recomputable, but unsafe to run again (the taggers save these; other tags
+    // may not).
     if (d.refuse("must-stay-in-forward", must_stay_in_forward(n))) return false;
     if (d.refuse("reads-value-written-later", g_mutations->reads_value_written_later(n))) return false;
-    if (d.refuse("writes-saved-storage", writes_saved_storage(n))) return false;
-    if (!g_behaviour->honour_prefer_recompute) return n.meta().recompute == ir::RecomputePolicy::MustRecompute;
-    return ir::is_recomputable(n.meta().recompute);
+    return !d.refuse("writes-saved-storage", writes_saved_storage(n));
   };
   auto unchanged = [&] {
     result.changed = false;

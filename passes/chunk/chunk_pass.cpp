@@ -514,7 +514,7 @@ class ChunkRewriter {
                        std::to_string(dims.size()) + " dimensions: cannot materialize it by cat");
     ir::Node* m = nullptr;
     // Widened cat: a live-out without the chunk dimension is concatenated on dim 0.
-    const bool widened_cat = dims.empty() && !full.sym_sizes.empty() && d_.widened("materialize-cat");
+    const bool widened_cat = dims.empty() && !full.sizes.empty() && d_.widened("materialize-cat");
     // Widened add: a live-out carrying the chunk dimension is added (historical bug 10).
     const bool widened_add = !dims.empty() && d_.widened("materialize-add");
     if ((!dims.empty() || widened_cat) && behaviour_.cat_chunk_dim_live_outs && !widened_add) {

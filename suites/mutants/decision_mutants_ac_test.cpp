@@ -51,10 +51,13 @@ std::vector<std::string> ac_pipelines(const std::string& replaces, const std::st
   const char* policies[] = {"default", "eager", "full", "op"};
   if (replaces == "sac-tag") {
     for (const char* p : policies) out.push_back("ac-regions," + pass + "{policy=" + p + "},remat{rng=replay}");
+    // Without rng=replay, a random op tagged recomputable is refused by remat.
     out.push_back("ac-regions," + pass + "{policy=default},remat");
+    out.push_back("ac-regions," + pass + "{policy=full},remat");
   } else if (replaces == "apply-ac") {
     for (const char* m : {"{mode=full}", "{mode=selective,option=2}", "{mode=selective,option=op}"})
       out.push_back("ac-regions," + pass + m + ",remat{rng=replay}");
+    out.push_back("ac-regions," + pass + "{mode=full},remat");
   } else if (replaces == "remat") {
     for (const char* p : policies) out.push_back(std::string("ac-regions,sac-tag{policy=") + p + "}," + pass + "{rng=replay}");
     out.push_back("ac-regions,sac-tag{policy=default}," + pass);
@@ -70,25 +73,48 @@ struct Caught {
   std::string what;
 };
 
-Caught catch_ac_mutant(const DecisionMutant& m) {
+// One run: the real pipeline and the mutant's on one graph. Caught when the real one
+// holds (or refuses the graph) and the mutant's violates a property; a refusal by the
+// mutant where the real pipeline accepts the graph is a violation too.
+bool caught_on(const ir::Graph& graph, const gen::GeneratedCase& g, const std::string& real, const std::string& mutant,
+               std::string& what) {
   const check::PassRegistry& registry = registry_with_mutants();
+  const bool real_refuses = refuses(graph, real, registry);
+  if (!real_refuses && !check::check_case(graph, real, g.input_seed, g.int_high, registry).violations.empty())
+    return false;  // the real pipeline fails this case: not the mutant's doing
+  if (real_refuses && refuses(graph, mutant, registry)) return false;
+  const auto v = check::check_case(graph, mutant, g.input_seed, g.int_high, registry).violations;
+  if (v.empty()) return false;
+  what = mutant + ": " + v.front();
+  return true;
+}
+
+Caught catch_ac_mutant(const DecisionMutant& m) {
   const std::vector<std::string> real = ac_pipelines(m.replaces, m.replaces);
   const std::vector<std::string> mutant = ac_pipelines(m.replaces, m.pass);
   Caught c;
   for (int i = 0; i < kAcCases; ++i) {
     const uint64_t seed = case_seed(i);
     const gen::GeneratedCase g = gen::generate_case(seed, gen::ac_coverage_options());
+    std::string what;
     for (size_t p = 0; p < real.size(); ++p) {
       ++c.runs;
-      if (!refuses(*g.graph, real[p], registry) &&
-          !check::check_case(*g.graph, real[p], g.input_seed, g.int_high, registry).violations.empty())
-        continue;  // the real pipeline fails this case: not the mutant's doing
-      if (refuses(*g.graph, mutant[p], registry)) continue;
-      const auto v = check::check_case(*g.graph, mutant[p], g.input_seed, g.int_high, registry).violations;
-      if (v.empty()) continue;
-      c.case_index = i;
-      c.what = "generate_case(" + std::to_string(seed) + "), " + mutant[p] + ": " + v.front();
-      return c;
+      if (caught_on(*g.graph, g, real[p], mutant[p], what)) {
+        c.case_index = i;
+        c.what = "generate_case(" + std::to_string(seed) + "), " + what;
+        return c;
+      }
+    }
+    if (m.replaces == "remat") {
+      // Tags from elsewhere, unsafe ones included: remat's own guards must hold.
+      std::unique_ptr<ir::Graph> tagged = g.graph->clone();
+      gen::tag_randomly(*tagged, seed);
+      ++c.runs;
+      if (caught_on(*tagged, g, "ac-regions,remat{rng=replay}", "ac-regions," + m.pass + "{rng=replay}", what)) {
+        c.case_index = i;
+        c.what = "generate_case(" + std::to_string(seed) + ") tagged at random, " + what;
+        return c;
+      }
     }
   }
   return c;
@@ -106,7 +132,15 @@ Caught catch_chunk_mutant(const DecisionMutant& m) {
     const gen::ChunkCaseResult base = gen::run_chunk_case(cc, registry);
     if (!base.violations.empty()) continue;
     const gen::ChunkCaseResult r = gen::run_chunk_case(cc, registry, chunk, concretize);
-    if (r.violations.empty()) continue;  // held, or refused as the real passes may
+    // A refusal the real passes do not make is a failure too.
+    const bool new_refusal = base.refusal.empty() && !r.refusal.empty();
+    if (r.violations.empty() && !new_refusal) continue;
+    if (r.violations.empty()) {
+      c.case_index = i;
+      c.what = "generate_chunk_case(" + std::to_string(seed) + ") " + cc.config.str() +
+               ": refused where the real passes accept it: " + r.refusal;
+      return c;
+    }
     c.case_index = i;
     c.what = "generate_chunk_case(" + std::to_string(seed) + ") " + cc.config.str() + ": " + r.violations.front();
     return c;
