@@ -135,10 +135,12 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
       run_pipeline(check::Pipeline::parse(pipeline, counting), *g, *counter, what);
     }
     // Tags from elsewhere, unsafe ones included: remat's own guards.
-    std::unique_ptr<ir::Graph> tagged = c.graph->clone();
-    tag_randomly(*tagged, seed);
-    run_pipeline(check::Pipeline::parse("ac-regions,remat{rng=replay}", counting), *tagged, *counter,
-                 what + " tagged at random");
+    for (uint64_t t = 0; t < 3; ++t) {
+      std::unique_ptr<ir::Graph> tagged = c.graph->clone();
+      tag_randomly(*tagged, seed + t);
+      run_pipeline(check::Pipeline::parse("ac-regions,remat{rng=replay}", counting), *tagged, *counter,
+                   what + " tagged at random (" + std::to_string(seed + t) + ")");
+    }
   }
 
   for (int i = 0; i < options.chunk_cases; ++i) {

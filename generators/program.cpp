@@ -40,6 +40,7 @@ constexpr KindName kKinds[] = {
     {OpKind::BufferUpdate, "buffer_update"}, {OpKind::Dropout, "dropout"}, {OpKind::Bernoulli, "bernoulli"},
     {OpKind::RandMask, "rand_mask"}, {OpKind::Route, "route"}, {OpKind::CountUpdate, "count_update"},
     {OpKind::ForceSaved, "force_saved"}, {OpKind::PadRow, "pad_row"}, {OpKind::DoubleDropout, "double_dropout"},
+    {OpKind::UpdateThenScale, "update_then_scale"}, {OpKind::PadTwoRows, "pad_two_rows"},
     {OpKind::SavedForBackward, "saved_for_backward"},
     {OpKind::RandomSavedForBackward, "random_saved_for_backward"},
 };
@@ -47,7 +48,8 @@ constexpr KindName kKinds[] = {
 bool is_moe(OpKind k) { return k == OpKind::Route || k == OpKind::CountUpdate; }
 // Drawn only with ProgramGenOptions::decision_coverage.
 bool is_coverage_kind(OpKind k) {
-  return k == OpKind::ForceSaved || k == OpKind::PadRow || k == OpKind::DoubleDropout ||
+  return k == OpKind::ForceSaved || k == OpKind::PadRow || k == OpKind::DoubleDropout || k == OpKind::UpdateThenScale ||
+         k == OpKind::PadTwoRows ||
          k == OpKind::SavedForBackward || k == OpKind::RandomSavedForBackward;
 }
 
@@ -155,8 +157,9 @@ rc::Gen<OpSpec> chunkable_op_gen(const ProgramGenOptions& o) {
   }
   // Decision coverage: what the chunk passes refuse or handle specially, as a family of
   // its own so the other draws keep their odds.
+  // The pads twice as likely: they reach guards of both passes.
   const std::vector<OpKind> refusals = {OpKind::PadRow, OpKind::DoubleDropout, OpKind::Dropout,
-                                        OpKind::BufferUpdate};
+                                        OpKind::BufferUpdate, OpKind::PadTwoRows};
   const bool coverage = o.decision_coverage;
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
   return rc::gen::exec([kinds, refusals, coverage, max_dim] {
@@ -165,7 +168,9 @@ rc::Gen<OpSpec> chunkable_op_gen(const ProgramGenOptions& o) {
                           : *choose_value<int>({{4, 0}, {1, 1}, {1, 2}});
     if (family == 1) op.kind = OpKind::Route;
     else if (family == 2) op.kind = OpKind::CountUpdate;
-    else if (family == 3) op.kind = refusals[*shrinking_index(refusals.size())];
+    else if (family == 3)
+      op.kind = *choose_value<OpKind>(
+          {{2, refusals[0]}, {1, refusals[1]}, {1, refusals[2]}, {1, refusals[3]}, {2, refusals[4]}});
     else op.kind = kinds[*shrinking_index(kinds.size())];
     if (changes_width(op.kind)) op.out = *small_int(2, max_dim);
     if (op.kind == OpKind::Linear) op.bias = *rc::gen::map(shrinking_index(2), [](size_t i) { return i == 1; });
@@ -193,7 +198,10 @@ rc::Gen<OpSpec> op_gen(const ProgramGenOptions& o) {
     corners.push_back(OpKind::RandomSavedForBackward);
     corners.push_back(OpKind::Dropout);
   }
-  if (o.allow_buffer_updates) corners.push_back(OpKind::BufferUpdate);
+  if (o.allow_buffer_updates) {
+    corners.push_back(OpKind::BufferUpdate);
+    corners.push_back(OpKind::UpdateThenScale);
+  }
   const bool coverage = o.decision_coverage;
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
   return rc::gen::exec([kinds, corners, coverage, max_dim] {
@@ -241,7 +249,7 @@ rc::Gen<ProgramSpec> arbitrary_program(const ProgramGenOptions& options) {
     // A padded batch has one row more than the labels.
     bool pads = false;
     for (const LayerSpec& layer : s.layers)
-      for (const OpSpec& op : layer.ops) pads |= op.kind == OpKind::PadRow;
+      for (const OpSpec& op : layer.ops) pads |= op.kind == OpKind::PadRow || op.kind == OpKind::PadTwoRows;
     if (pads && s.loss == LossKind::CrossEntropy) s.loss = LossKind::Sum;
     return s;
   });
@@ -308,7 +316,8 @@ struct SaveForBackwardOnly : public torch::autograd::Function<SaveForBackwardOnl
                             bool random) {
     at::Tensor saved = random ? at::bernoulli(at::full_like(x, 0.5)) : at::tanh(x);
     ctx->save_for_backward({x, w, saved});
-    return x * w;
+    // A second draw after the saved one, so erasing the first would shift this one.
+    return random ? x * w * (at::rand_like(x) * 0.01 + 1) : x * w;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
@@ -394,6 +403,10 @@ at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, in
       return out;
     }
     case OpKind::Dropout: return at::dropout(x, 0.25, /*train=*/true);
+    case OpKind::UpdateThenScale: {
+      m->running_mean.mul_(0.9).add_(x.detach().mean(0).to(m->running_mean.scalar_type()) * 0.1);
+      return x * at::tanh(m->running_mean).to(x.scalar_type());
+    }
     case OpKind::Bernoulli: return x * at::bernoulli(at::full_like(x, 0.5));
     case OpKind::RandMask: return x * (at::rand_like(x) < 0.75);
     case OpKind::Route: {
@@ -421,6 +434,7 @@ at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, in
       return at::tanh(x);
     }
     case OpKind::PadRow: return at::cat({x, x.narrow(0, 0, 1)}, 0);
+    case OpKind::PadTwoRows: return at::cat({x, x.narrow(0, 0, std::min<int64_t>(2, b))}, 0);
     case OpKind::SavedForBackward: return SaveForBackwardOnly::apply(x, m->weight, false);
     case OpKind::RandomSavedForBackward: return SaveForBackwardOnly::apply(x, m->weight, true);
   }
@@ -445,7 +459,8 @@ class ProgramSubject : public models::TrainingSubject {
       for (size_t i = 0; i < layer.ops.size(); ++i) {
         const OpSpec& op = layer.ops[i];
         std::shared_ptr<OpModule> m;
-        if (has_weight(op.kind) || op.kind == OpKind::BufferUpdate || is_moe(op.kind)) {
+        if (has_weight(op.kind) || op.kind == OpKind::BufferUpdate || op.kind == OpKind::UpdateThenScale ||
+            is_moe(op.kind)) {
           m = lm->register_module(std::string(to_string(op.kind)) + std::to_string(i), std::make_shared<OpModule>());
           switch (op.kind) {
             case OpKind::Linear:
@@ -459,7 +474,7 @@ class ProgramSubject : public models::TrainingSubject {
               m->weight = m->register_parameter("weight", at::empty({d}, t));
               m->bias = m->register_parameter("bias", at::empty({d}, t));
               break;
-            case OpKind::BufferUpdate:
+            case OpKind::BufferUpdate: case OpKind::UpdateThenScale:
               m->running_mean = m->register_buffer("running_mean", at::zeros({d}, f32));
               break;
             case OpKind::Route:

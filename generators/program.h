@@ -52,10 +52,17 @@ enum class OpKind {
   PadRow,
   /// Two dropouts in a row: two random ops in one region (chunk's second-random-op).
   DoubleDropout,
+  /// BufferUpdate, then x * tanh(buffer) read after the update: the backward needs a
+  /// value computed from the in-place writes (AC's must-stay-in-forward guards).
+  UpdateThenScale,
+  /// Appends the first two rows again: the batch stays even, so a chunked region padding
+  /// it is not refused for an odd live-in and its false claim reaches concretize.
+  PadTwoRows,
   /// 2x through a custom autograd function that saves tanh(x) for its backward only: a
   /// forward node no forward node reads (remat erases its original).
   SavedForBackward,
-  /// Likewise with a Bernoulli mask: a random original remat must keep.
+  /// Likewise with a Bernoulli mask, and a draw after it that scales the result by
+  /// 1 + 0.01 * rand: the mask's original is a random original remat must keep.
   RandomSavedForBackward,
 };
 

@@ -116,6 +116,16 @@ ChunkCase generate_chunk_case(uint64_t seed, const ProgramGenOptions& options) {
     // Coverage cases may be refused, and half of them accumulate gradients early.
     c.config.refusal_allowed = true;
     c.config.early_accumulation = (h >> 24) % 2 == 1;
+    // Half the programs that pad a row chunk only the first layer that pads: its body
+    // then records a claim false at the hint (the cat of two padded halves), which
+    // concretize must refuse.
+    for (size_t l = 0; l < n && (h >> 32) % 2 == 1; ++l) {
+      bool pads = false;
+      for (const OpSpec& op : spec.layers[l].ops) pads |= op.kind == OpKind::PadRow || op.kind == OpKind::PadTwoRows;
+      if (!pads) continue;
+      c.config.modules = "layers." + std::to_string(l);
+      break;
+    }
   }
   return c;
 }

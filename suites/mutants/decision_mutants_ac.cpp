@@ -42,9 +42,16 @@ const std::map<std::string, std::string>& exclusions() {
       {"remat rule replay-rng",
        "widened, deterministic duplicates also replay a generator state they do not read: same numbers"},
       {"remat guard disjoint-backward-regions", kUnreached},
+      {"remat guard must-stay-in-forward",
+       "in generated programs every node it refuses is an in-place write reaching a graph input, which "
+       "writes-saved-storage refuses too; the nodes only it refuses (side effects without writes, such as "
+       "prints) do not occur in traced programs"},
       {"chunk rule split-live-in",
        "every live-in carrying the symbol is split already; the others are refused by guards"},
       {"chunk rule clone-non-contiguous-half", "widened it clones contiguous halves too: same numbers"},
+      {"chunk rule duplicate-body",
+       "widened it duplicates region nodes that read no chunked value (parameter preparation): both copies "
+       "compute the same thing, and in generated programs such nodes have no side effects"},
       {"chunk guard seq-through-attention", kUnreached},
       {"chunk guard forward-reads-backward", kUnreached},
       {"chunk guard static-input-split", kUnreached},
