@@ -67,6 +67,12 @@ TEST(AcChunkCoverage, EveryDeclaredDecisionIsReachedForTheFixedSeed) {
     std::cout << "known gap: " << decision << " (" << why << ")\n";
   }
   EXPECT_GT(c.refusals, 0);
+  // Every name a pass reported is one it declares (the counts start from the declarations).
+  for (const std::string& pass : gen::ac_chunk_passes()) {
+    const check::PassInfo& info = check::PassRegistry::global().get(pass).info;
+    EXPECT_EQ(c.rules.at(pass).size(), info.rules.size()) << pass << " reported an undeclared rule";
+    EXPECT_EQ(c.guards.at(pass).size(), info.guards.size()) << pass << " reported an undeclared guard";
+  }
 }
 
 TEST(AcChunkCoverage, EveryDeclaredDecisionIsListed) {
