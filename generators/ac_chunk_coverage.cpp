@@ -6,7 +6,6 @@
 #include "framework/check/pipeline.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
-#include "oracles/symbolic_trace.h"
 #include "passes/refused_input.h"
 
 #include <algorithm>
@@ -149,25 +148,19 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
     const std::string what = "generate_chunk_case(" + std::to_string(seed) + ")";
     std::shared_ptr<ir::Graph> graph;
     try {
-      oracles::SymbolicTraceOptions t;
-      t.model = "program";
-      t.subject.seed = c.seed;
-      const ProgramSpec spec = decode_spec(c.program);
-      t.make_subject = [spec](const models::SubjectOptions& o) { return make_program_subject(spec, o); };
-      t.trace_on_meta = false;
-      t.dim = oracles::parse_symbolic_dim(c.config.mode);
-      graph = oracles::trace_symbolic(t).graph;
+      graph = trace_chunk_case(c);
     } catch (const std::exception& e) {
       coverage.problems.push_back(what + ": symbolic trace failed: " + e.what());
       continue;
     }
-    const std::map<std::string, std::string> chunk_options = {
-        {"mode", c.config.mode},
-        {"modules", c.config.modules},
-        {"early-accumulation", c.config.early_accumulation ? "true" : "false"}};
-    const check::Pipeline pipeline({{"chunk", chunk_options}, {"concretize", {}}}, counting);
-    std::unique_ptr<ir::Graph> g = graph->clone();
-    run_pipeline(pipeline, *g, *counter, what);
+    // Both ways of materializing parameter gradients: added at the end, or early.
+    for (const char* early : {"false", "true"}) {
+      const std::map<std::string, std::string> chunk_options = {
+          {"mode", c.config.mode}, {"modules", c.config.modules}, {"early-accumulation", early}};
+      const check::Pipeline pipeline({{"chunk", chunk_options}, {"concretize", {}}}, counting);
+      std::unique_ptr<ir::Graph> g = graph->clone();
+      run_pipeline(pipeline, *g, *counter, what);
+    }
     // The AC passes on a symbolic graph: its size nodes produce symbolic integers.
     std::unique_ptr<ir::Graph> ac = graph->clone();
     run_pipeline(check::Pipeline::parse(kAcPipelines[0], counting), *ac, *counter, what);

@@ -7,6 +7,7 @@
 #include "framework/compat/torch_compat.h"
 #include "generators/program.h"
 #include "oracles/chunked_training.h"
+#include "oracles/symbolic_trace.h"
 #include "oracles/training_driver.h"
 #include "passes/refused_input.h"
 
@@ -113,9 +114,9 @@ ChunkCase generate_chunk_case(uint64_t seed, const ProgramGenOptions& options) {
   }
   c.config.optimizer = (h >> 16) % 2 ? "adam" : "sgd";
   if (o.decision_coverage) {
-    // Coverage cases may be refused, and half of them accumulate gradients early.
+    // Coverage cases may be refused. (Early accumulation stays off: the oracle compares
+    // with eager chunking bit for bit; the coverage campaign runs the pass both ways.)
     c.config.refusal_allowed = true;
-    c.config.early_accumulation = (h >> 24) % 2 == 1;
     // Half the programs that pad a row chunk only the first layer that pads: its body
     // then records a claim false at the hint (the cat of two padded halves), which
     // concretize must refuse.
@@ -128,6 +129,17 @@ ChunkCase generate_chunk_case(uint64_t seed, const ProgramGenOptions& options) {
     }
   }
   return c;
+}
+
+std::shared_ptr<ir::Graph> trace_chunk_case(const ChunkCase& c) {
+  oracles::SymbolicTraceOptions t;
+  t.model = "program";
+  t.subject.seed = c.seed;
+  const ProgramSpec spec = decode_spec(c.program);
+  t.make_subject = [spec](const models::SubjectOptions& o) { return make_program_subject(spec, o); };
+  t.trace_on_meta = false;  // a factory's subject cannot be rebuilt on the meta device
+  t.dim = oracles::parse_symbolic_dim(c.config.mode);
+  return oracles::trace_symbolic(t).graph;
 }
 
 ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& registry, const std::string& chunk_pass,

@@ -104,6 +104,10 @@ struct ChunkCaseResult {
   double seconds = 0;
 };
 
+/// The program of `c` traced with its chunk dimension symbolic (oracles/symbolic_trace.h),
+/// the graph the chunk pass rewrites. Throws when the program cannot be symbolized.
+std::shared_ptr<ir::Graph> trace_chunk_case(const ChunkCase& c);
+
 /// Runs `c` with `chunk_pass` and `concretize_pass` of `registry` (real passes or
 /// mutants); never throws for a failing case.
 ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& registry,

@@ -625,7 +625,11 @@ class ChunkRewriter {
   // after a widening cast, to accumulate in the wider dtype), and run the rest of the
   // gradient chain once on the sum. Returns false when the chain has another shape.
   bool accumulate_early(ir::Value* v0, ir::Value* v1, const Region& region) {
+    // The chain by values, not nodes: a multi-output reduction (native_layer_norm_backward)
+    // must accumulate the output the chain follows (the weight gradient), not its first
+    // one (the input gradient, which carries the chunk dimension).
     std::vector<ir::Node*> chain0, chain1;
+    std::vector<ir::Value*> values0, values1;
     ir::Value* a = v0;
     ir::Value* b = v1;
     while (true) {
@@ -634,6 +638,8 @@ class ChunkRewriter {
       if (p0->meta().custom.count("chunk_id") == 0 || p1->meta().custom.count("chunk_id") == 0) return false;
       chain0.push_back(p0);
       chain1.push_back(p1);
+      values0.push_back(a);
+      values1.push_back(b);
       if (is_additive_reduction(*p0)) break;
       if (!is_rearrangement(*p0) || !p0->arg(0).is_value() || !p1->arg(0).is_value()) return false;
       a = p0->arg(0).value;
@@ -642,29 +648,35 @@ class ChunkRewriter {
     }
     std::reverse(chain0.begin(), chain0.end());  // reduction first
     std::reverse(chain1.begin(), chain1.end());
+    std::reverse(values0.begin(), values0.end());
+    std::reverse(values1.begin(), values1.end());
     // Accumulate in the widest dtype the chain reaches before any narrowing: after a
     // widening cast, before a narrowing one.
     size_t point = 0;
     for (size_t i = 1; i < chain0.size(); ++i) {
-      const auto& in = chain0[i - 1]->output()->meta();
-      const auto& out = chain0[i]->output()->meta();
+      const auto& in = values0[i - 1]->meta();
+      const auto& out = values0[i]->meta();
       if (!in || !out) break;
       if (ir::dtype_size(out->dtype) < ir::dtype_size(in->dtype)) break;
       if (ir::dtype_size(out->dtype) > ir::dtype_size(in->dtype)) point = i;
     }
-    ir::Value* p0 = chain0[point]->output();
-    ir::Value* p1 = chain1[point]->output();
+    ir::Value* p0 = values0[point];
+    ir::Value* p1 = values1[point];
     ir::Node* add = graph_.create("aten::add.Tensor", {ir::Arg::of(p0), ir::Arg::of(p1)}, chain1[point]->next());
     add->meta() = chain0[point]->meta();
+    add->meta().custom.erase("chunk_id");
     mark(add, region.root, "materialization", -1, original_name_.at(v0));
     add->meta().custom["chunk_early_accumulation"] = "1";
     ir::Value* sum = add->add_output(ir::ValueType::Tensor, p0->meta(), p0->name() + "_accumulated");
     p0->replace_uses_if(sum, [&](const ir::Use& u) { return u.user != add; });
     d_.fire("early-accumulation");
-    // Chunk 1's rest of the chain is now dead; erase it from the end.
+    // Chunk 1's rest of the chain is now dead; erase it from the end. Chunk 0's copy
+    // runs once, on the sum: it is part of the materialization now, not of chunk 0.
     for (size_t i = chain1.size(); i-- > point + 1;) {
       if (chain1[i]->has_users()) return true;  // kept: something else reads it
       graph_.erase(chain1[i]);
+      chain0[i]->meta().custom.erase("chunk_id");
+      chain0[i]->meta().custom["chunk_role"] = "materialization";
     }
     ++early_accumulations_;
     ++materialized_add_;
