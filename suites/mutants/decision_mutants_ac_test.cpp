@@ -155,13 +155,17 @@ Caught catch_chunk_mutant(const DecisionMutant& m) {
     const gen::ChunkCaseResult base = gen::run_chunk_case(cc, registry);
     if (!base.violations.empty()) continue;
     const gen::ChunkCaseResult r = gen::run_chunk_case(cc, registry, chunk, concretize);
-    // A refusal the real passes do not make is a failure too.
-    const bool new_refusal = base.refusal.empty() && !r.refusal.empty();
+    // A refusal the real passes do not make is a failure too, and so is one that moves
+    // from chunk to concretize: the mutant's chunk pass let through a program it must
+    // refuse, recording claims that do not hold (concretize finds one false at the hint).
+    const auto pass_of = [](const std::string& refusal) { return refusal.substr(0, refusal.find(':')); };
+    const bool new_refusal = !r.refusal.empty() && (base.refusal.empty() || pass_of(base.refusal) != pass_of(r.refusal));
     if (r.violations.empty() && !new_refusal) continue;
     if (r.violations.empty()) {
       c.case_index = i;
       c.what = "generate_chunk_case(" + std::to_string(seed) + ") " + cc.config.str() +
-               ": refused where the real passes accept it: " + r.refusal;
+               ": refused where the real passes " + (base.refusal.empty() ? "accept it" : "refuse it in " + pass_of(base.refusal)) +
+               ": " + r.refusal;
       return c;
     }
     c.case_index = i;
