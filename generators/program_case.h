@@ -27,15 +27,17 @@ struct ProgramGenOptions {
   /// and CountUpdate operations (one in-place update per buffer). Off: the vocabulary
   /// and the draws are exactly those of the plain generator.
   bool chunkable = false;
-  /// Also draw the decision-coverage kinds (ForceSaved; in chunkable mode PadRow,
-  /// DoubleCount, CountThenRead, random ops and BufferUpdate too), so that every guard of
-  /// the AC and chunk passes is reached; some of these programs are refused by the chunk
-  /// passes with a clear error (ChunkConfig::refusal_allowed). Off: draws unchanged.
+  /// Also draw the decision-coverage kinds, as a family of their own (about one op in
+  /// five):
+  /// plain mode ForceSaved, SavedForBackward, RandomSavedForBackward, UpdateThenScale,
+  /// BufferUpdate and Dropout; chunkable mode PadRow, PadTwoRows, DoubleDropout, Dropout
+  /// and BufferUpdate, some of which the chunk passes refuse with a clear error
+  /// (ChunkConfig::refusal_allowed). Off: the draws are unchanged.
   bool decision_coverage = false;
 };
 
-/// The options of decision-coverage programs for the AC passes: plain ones plus
-/// ForceSaved.
+/// The options of decision-coverage programs for the AC passes: plain ones plus the
+/// corner cases of the AC guards.
 ProgramGenOptions ac_coverage_options();
 /// The options of decision-coverage chunk cases: chunkable plus the refusal kinds.
 ProgramGenOptions chunk_coverage_options();
