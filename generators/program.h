@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -70,6 +71,12 @@ enum class OpKind {
 const char* to_string(OpKind kind);
 /// True for the operations that draw random numbers.
 bool is_random(OpKind kind);
+/// Linear, Matmul and Bmm: the operations with an output width (OpSpec::out).
+bool changes_width(OpKind kind);
+/// Route and CountUpdate: the operations with experts and top_k (OpSpec::experts, top_k).
+bool is_moe(OpKind kind);
+/// The kind whose to_string is `name`, if any.
+std::optional<OpKind> op_kind_named(const std::string& name);
 
 struct OpSpec {
   OpKind kind = OpKind::Relu;
