@@ -21,6 +21,11 @@
 #include <iostream>
 
 namespace passcheck {
+namespace mutants {
+// GoogleTest prints a parameter through this (found by argument-dependent lookup).
+void PrintTo(const DecisionMutant& m, std::ostream* os) { *os << m.pass; }
+}  // namespace mutants
+
 namespace {
 
 using mutants::DecisionMutant;
