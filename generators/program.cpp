@@ -39,16 +39,25 @@ constexpr KindName kKinds[] = {
     {OpKind::MaxDim, "max_dim"}, {OpKind::Topk, "topk"}, {OpKind::VarMean, "var_mean"},
     {OpKind::BufferUpdate, "buffer_update"}, {OpKind::Dropout, "dropout"}, {OpKind::Bernoulli, "bernoulli"},
     {OpKind::RandMask, "rand_mask"}, {OpKind::Route, "route"}, {OpKind::CountUpdate, "count_update"},
+    {OpKind::ForceSaved, "force_saved"}, {OpKind::PadRow, "pad_row"}, {OpKind::DoubleDropout, "double_dropout"},
+    {OpKind::UpdateThenScale, "update_then_scale"}, {OpKind::PadTwoRows, "pad_two_rows"},
+    {OpKind::SavedForBackward, "saved_for_backward"},
+    {OpKind::RandomSavedForBackward, "random_saved_for_backward"},
 };
 
-bool is_moe(OpKind k) { return k == OpKind::Route || k == OpKind::CountUpdate; }
+// Drawn only with ProgramGenOptions::decision_coverage.
+bool is_coverage_kind(OpKind k) {
+  return k == OpKind::ForceSaved || k == OpKind::PadRow || k == OpKind::DoubleDropout || k == OpKind::UpdateThenScale ||
+         k == OpKind::PadTwoRows ||
+         k == OpKind::SavedForBackward || k == OpKind::RandomSavedForBackward;
+}
 
-bool changes_width(OpKind k) { return k == OpKind::Linear || k == OpKind::Matmul || k == OpKind::Bmm; }
+
 bool has_weight(OpKind k) {
   switch (k) {
     case OpKind::Linear: case OpKind::Matmul: case OpKind::Bmm: case OpKind::AddParam: case OpKind::SubParam:
     case OpKind::MulParam: case OpKind::DivAbs: case OpKind::Maximum: case OpKind::Minimum: case OpKind::LayerNorm:
-    case OpKind::RmsNorm:
+    case OpKind::RmsNorm: case OpKind::SavedForBackward: case OpKind::RandomSavedForBackward:
       return true;
     default:
       return false;
@@ -62,7 +71,19 @@ const char* to_string(OpKind kind) {
   return "?";
 }
 
-bool is_random(OpKind k) { return k == OpKind::Dropout || k == OpKind::Bernoulli || k == OpKind::RandMask; }
+bool changes_width(OpKind k) { return k == OpKind::Linear || k == OpKind::Matmul || k == OpKind::Bmm; }
+bool is_moe(OpKind k) { return k == OpKind::Route || k == OpKind::CountUpdate; }
+
+std::optional<OpKind> op_kind_named(const std::string& name) {
+  for (const auto& k : kKinds)
+    if (name == k.name) return k.kind;
+  return std::nullopt;
+}
+
+bool is_random(OpKind k) {
+  return k == OpKind::Dropout || k == OpKind::Bernoulli || k == OpKind::RandMask || k == OpKind::DoubleDropout ||
+         k == OpKind::RandomSavedForBackward;
+}
 
 const char* to_string(LayerEnd end) {
   switch (end) {
@@ -138,15 +159,25 @@ rc::Gen<int64_t> small_int(int64_t lo, int64_t hi) {
 rc::Gen<OpSpec> chunkable_op_gen(const ProgramGenOptions& o) {
   std::vector<OpKind> kinds;
   for (const auto& k : kKinds) {
-    if (is_random(k.kind) || k.kind == OpKind::BufferUpdate || is_moe(k.kind)) continue;
+    if (is_random(k.kind) || k.kind == OpKind::BufferUpdate || is_moe(k.kind) || is_coverage_kind(k.kind)) continue;
     kinds.push_back(k.kind);
   }
+  // Decision coverage: what the chunk passes refuse or handle specially, as a family of
+  // its own so the other draws keep their odds.
+  // The pads twice as likely: they reach guards of both passes.
+  const std::vector<OpKind> refusals = {OpKind::PadRow, OpKind::DoubleDropout, OpKind::Dropout,
+                                        OpKind::BufferUpdate, OpKind::PadTwoRows};
+  const bool coverage = o.decision_coverage;
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
-  return rc::gen::exec([kinds, max_dim] {
+  return rc::gen::exec([kinds, refusals, coverage, max_dim] {
     OpSpec op;
-    int family = *choose_value<int>({{4, 0}, {1, 1}, {1, 2}});
+    int family = coverage ? *choose_value<int>({{4, 0}, {1, 1}, {1, 2}, {2, 3}})
+                          : *choose_value<int>({{4, 0}, {1, 1}, {1, 2}});
     if (family == 1) op.kind = OpKind::Route;
     else if (family == 2) op.kind = OpKind::CountUpdate;
+    else if (family == 3)
+      op.kind = *choose_value<OpKind>(
+          {{2, refusals[0]}, {1, refusals[1]}, {1, refusals[2]}, {1, refusals[3]}, {2, refusals[4]}});
     else op.kind = kinds[*shrinking_index(kinds.size())];
     if (changes_width(op.kind)) op.out = *small_int(2, max_dim);
     if (op.kind == OpKind::Linear) op.bias = *rc::gen::map(shrinking_index(2), [](size_t i) { return i == 1; });
@@ -164,13 +195,26 @@ rc::Gen<OpSpec> op_gen(const ProgramGenOptions& o) {
   for (const auto& k : kKinds) {
     if (is_random(k.kind) && !o.allow_random_ops) continue;
     if (k.kind == OpKind::BufferUpdate && !o.allow_buffer_updates) continue;
-    if (is_moe(k.kind)) continue;  // chunkable mode only: the plain draws stay as they were
+    if (is_moe(k.kind) || is_coverage_kind(k.kind)) continue;  // the plain draws stay as they were
     kinds.push_back(k.kind);
   }
+  // Decision coverage: the AC guards' corner cases as a family of their own, so they
+  // come up often enough.
+  std::vector<OpKind> corners = {OpKind::ForceSaved, OpKind::SavedForBackward};
+  if (o.allow_random_ops) {
+    corners.push_back(OpKind::RandomSavedForBackward);
+    corners.push_back(OpKind::Dropout);
+  }
+  if (o.allow_buffer_updates) {
+    corners.push_back(OpKind::BufferUpdate);
+    corners.push_back(OpKind::UpdateThenScale);
+  }
+  const bool coverage = o.decision_coverage;
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
-  return rc::gen::exec([kinds, max_dim] {
+  return rc::gen::exec([kinds, corners, coverage, max_dim] {
     OpSpec op;
-    op.kind = kinds[*shrinking_index(kinds.size())];
+    const bool corner = coverage && *choose_value<bool>({{4, false}, {1, true}});
+    op.kind = corner ? corners[*shrinking_index(corners.size())] : kinds[*shrinking_index(kinds.size())];
     if (changes_width(op.kind)) op.out = *small_int(2, max_dim);
     if (op.kind == OpKind::Linear) op.bias = *rc::gen::map(shrinking_index(2), [](size_t i) { return i == 1; });
     return op;
@@ -209,8 +253,25 @@ rc::Gen<ProgramSpec> arbitrary_program(const ProgramGenOptions& options) {
     if (s.layers.empty()) s.layers.push_back(*layer_gen(o));
     s.loss = *choose_value<LossKind>({{1, LossKind::Sum}, {1, LossKind::Mean}, {1, LossKind::CrossEntropy}});
     if (s.loss == LossKind::CrossEntropy) s.classes = *small_int(2, 6);
+    // A padded batch has one row more than the labels.
+    bool pads = false;
+    for (const LayerSpec& layer : s.layers)
+      for (const OpSpec& op : layer.ops) pads |= op.kind == OpKind::PadRow || op.kind == OpKind::PadTwoRows;
+    if (pads && s.loss == LossKind::CrossEntropy) s.loss = LossKind::Sum;
     return s;
   });
+}
+
+ProgramGenOptions ac_coverage_options() {
+  ProgramGenOptions o;
+  o.decision_coverage = true;
+  return o;
+}
+
+ProgramGenOptions chunk_coverage_options() {
+  ProgramGenOptions o = chunkable_options();
+  o.decision_coverage = true;
+  return o;
 }
 
 ProgramGenOptions chunkable_options() {
@@ -252,6 +313,25 @@ class ProgramModule : public torch::nn::Module {
   std::shared_ptr<OpModule> embed, lm_head;
   torch::nn::ModuleList layers;
   std::vector<std::shared_ptr<LayerModule>> layer_modules;
+};
+
+// x * weight, with a value saved for the backward alone (SavedForBackward kinds): the
+// backward multiplies by (0 * saved + 1), so the saved value is read but changes nothing.
+// The weight makes the backward run wherever the op sits.
+struct SaveForBackwardOnly : public torch::autograd::Function<SaveForBackwardOnly> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
+                            bool random) {
+    at::Tensor saved = random ? at::bernoulli(at::full_like(x, 0.5)) : at::tanh(x);
+    ctx->save_for_backward({x, w, saved});
+    // A second draw after the saved one, so erasing the first would shift this one.
+    return random ? x * w * (at::rand_like(x) * 0.01 + 1) : x * w;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor k = saved[2] * 0 + 1;
+    return {grads[0] * saved[1] * k, (grads[0] * saved[0] * k).sum(0), at::Tensor()};
+  }
 };
 
 at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, int64_t d) {
@@ -330,6 +410,10 @@ at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, in
       return out;
     }
     case OpKind::Dropout: return at::dropout(x, 0.25, /*train=*/true);
+    case OpKind::UpdateThenScale: {
+      m->running_mean.mul_(0.9).add_(x.detach().mean(0).to(m->running_mean.scalar_type()) * 0.1);
+      return x * at::tanh(m->running_mean).to(x.scalar_type());
+    }
     case OpKind::Bernoulli: return x * at::bernoulli(at::full_like(x, 0.5));
     case OpKind::RandMask: return x * (at::rand_like(x) < 0.75);
     case OpKind::Route: {
@@ -351,6 +435,15 @@ at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, in
       m->tokens_per_expert.add_(one_hot.sum(at::IntArrayRef{0, 1}));
       return x;
     }
+    case OpKind::DoubleDropout: return at::dropout(at::dropout(x, 0.25, /*train=*/true), 0.25, /*train=*/true);
+    case OpKind::ForceSaved: {
+      trace::AnnotationScope force_save(std::map<std::string, std::string>{{"force_save", "1"}});
+      return at::tanh(x);
+    }
+    case OpKind::PadRow: return at::cat({x, x.narrow(0, 0, 1)}, 0);
+    case OpKind::PadTwoRows: return at::cat({x, x.narrow(0, 0, std::min<int64_t>(2, b))}, 0);
+    case OpKind::SavedForBackward: return SaveForBackwardOnly::apply(x, m->weight, false);
+    case OpKind::RandomSavedForBackward: return SaveForBackwardOnly::apply(x, m->weight, true);
   }
   throw std::logic_error("unknown OpKind");
 }
@@ -373,7 +466,8 @@ class ProgramSubject : public models::TrainingSubject {
       for (size_t i = 0; i < layer.ops.size(); ++i) {
         const OpSpec& op = layer.ops[i];
         std::shared_ptr<OpModule> m;
-        if (has_weight(op.kind) || op.kind == OpKind::BufferUpdate || is_moe(op.kind)) {
+        if (has_weight(op.kind) || op.kind == OpKind::BufferUpdate || op.kind == OpKind::UpdateThenScale ||
+            is_moe(op.kind)) {
           m = lm->register_module(std::string(to_string(op.kind)) + std::to_string(i), std::make_shared<OpModule>());
           switch (op.kind) {
             case OpKind::Linear:
@@ -387,7 +481,7 @@ class ProgramSubject : public models::TrainingSubject {
               m->weight = m->register_parameter("weight", at::empty({d}, t));
               m->bias = m->register_parameter("bias", at::empty({d}, t));
               break;
-            case OpKind::BufferUpdate:
+            case OpKind::BufferUpdate: case OpKind::UpdateThenScale:
               m->running_mean = m->register_buffer("running_mean", at::zeros({d}, f32));
               break;
             case OpKind::Route:
@@ -507,110 +601,6 @@ std::unique_ptr<models::TrainingSubject> make_program_subject(const ProgramSpec&
 std::unique_ptr<models::TrainingSubject> make_program_subject(const ProgramSpec& spec,
                                                               const models::SubjectOptions& options) {
   return std::make_unique<ProgramSubject>(spec, options);
-}
-
-// ---------------------------------------------------------------------------------
-// Text form: "batch=4 in=3 tokens=0 vocab=2 loss=sum classes=2; f32 tanh: relu linear/5/1
-// route/3/2; bf16 rms_norm: count_update/2/1" (ops: name, name/out/bias for width
-// changes, name/E/k for route and count_update).
-
-std::string encode_spec(const ProgramSpec& spec) {
-  std::ostringstream os;
-  os << "batch=" << spec.batch << " in=" << spec.in_dim << " tokens=" << (spec.tokens ? 1 : 0) << " vocab=" << spec.vocab
-     << " loss=" << to_string(spec.loss) << " classes=" << spec.classes;
-  for (const LayerSpec& layer : spec.layers) {
-    os << "; " << (layer.bf16 ? "bf16" : "f32") << " " << to_string(layer.end) << ":";
-    for (const OpSpec& op : layer.ops) {
-      os << " " << to_string(op.kind);
-      if (changes_width(op.kind)) os << "/" << op.out << "/" << (op.bias ? 1 : 0);
-      if (is_moe(op.kind)) os << "/" << op.experts << "/" << op.top_k;
-    }
-  }
-  return os.str();
-}
-
-namespace {
-std::vector<std::string> split_on(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(s);
-  while (std::getline(in, part, sep)) parts.push_back(part);
-  return parts;
-}
-std::vector<std::string> words(const std::string& s) {
-  std::vector<std::string> w;
-  std::istringstream in(s);
-  for (std::string x; in >> x;) w.push_back(x);
-  return w;
-}
-int64_t to_int(const std::string& s, const std::string& what) {
-  try {
-    size_t used = 0;
-    int64_t v = std::stoll(s, &used);
-    if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw std::invalid_argument("program text: " + what + " must be an integer, got '" + s + "'");
-}
-}  // namespace
-
-ProgramSpec decode_spec(const std::string& text) {
-  std::vector<std::string> parts = split_on(text, ';');
-  if (parts.empty()) throw std::invalid_argument("program text: empty");
-  ProgramSpec s;
-  for (const std::string& kv : words(parts[0])) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos) throw std::invalid_argument("program text: expected key=value, got '" + kv + "'");
-    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-    if (k == "batch") s.batch = to_int(v, k);
-    else if (k == "in") s.in_dim = to_int(v, k);
-    else if (k == "tokens") s.tokens = to_int(v, k) != 0;
-    else if (k == "vocab") s.vocab = to_int(v, k);
-    else if (k == "classes") s.classes = to_int(v, k);
-    else if (k == "loss") {
-      bool found = false;
-      for (LossKind l : {LossKind::Sum, LossKind::Mean, LossKind::CrossEntropy})
-        if (v == to_string(l)) s.loss = l, found = true;
-      if (!found) throw std::invalid_argument("program text: unknown loss '" + v + "'");
-    } else {
-      throw std::invalid_argument("program text: unknown key '" + k + "'");
-    }
-  }
-  for (size_t i = 1; i < parts.size(); ++i) {
-    size_t colon = parts[i].find(':');
-    if (colon == std::string::npos) throw std::invalid_argument("program text: layer without ':' in '" + parts[i] + "'");
-    std::vector<std::string> head = words(parts[i].substr(0, colon));
-    if (head.size() != 2 || (head[0] != "f32" && head[0] != "bf16"))
-      throw std::invalid_argument("program text: layer head must be '<f32|bf16> <end>', got '" + parts[i].substr(0, colon) + "'");
-    LayerSpec layer;
-    layer.bf16 = head[0] == "bf16";
-    bool end_found = false;
-    for (LayerEnd e : {LayerEnd::Tanh, LayerEnd::LayerNorm, LayerEnd::RmsNorm})
-      if (head[1] == to_string(e)) layer.end = e, end_found = true;
-    if (!end_found) throw std::invalid_argument("program text: unknown layer end '" + head[1] + "'");
-    for (const std::string& w : words(parts[i].substr(colon + 1))) {
-      std::vector<std::string> f = split_on(w, '/');
-      OpSpec op;
-      bool found = false;
-      for (const auto& k : kKinds)
-        if (f[0] == k.name) op.kind = k.kind, found = true;
-      if (!found) throw std::invalid_argument("program text: unknown operation '" + f[0] + "'");
-      size_t want = changes_width(op.kind) || is_moe(op.kind) ? 3 : 1;
-      if (f.size() != want) throw std::invalid_argument("program text: operation '" + w + "' needs " + std::to_string(want) + " fields");
-      if (changes_width(op.kind)) {
-        op.out = to_int(f[1], "out");
-        op.bias = to_int(f[2], "bias") != 0;
-      }
-      if (is_moe(op.kind)) {
-        op.experts = to_int(f[1], "experts");
-        op.top_k = to_int(f[2], "top_k");
-      }
-      layer.ops.push_back(op);
-    }
-    s.layers.push_back(layer);
-  }
-  if (s.layers.empty()) throw std::invalid_argument("program text: no layers");
-  return s;
 }
 
 }  // namespace passcheck::gen

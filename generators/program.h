@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -43,12 +44,39 @@ enum class OpKind {
   /// One in-place update of a buffer tokens_per_expert [E]: the rows' top_k of the first
   /// E columns, counted one-hot over the rows, added under no-grad. Returns x.
   CountUpdate,
+  // Decision-coverage kinds (ProgramGenOptions::decision_coverage), appended likewise:
+  /// tanh(x) traced with custom force_save=1 (sac-tag's forced-save guard).
+  ForceSaved,
+  /// Appends the first row again: the batch grows by one for every later operation, so a
+  /// later chunked region sees a live-in of odd extent (chunk's odd-live-in guard) and
+  /// a chunked body producing it records a false claim (concretize's false-guard).
+  PadRow,
+  /// Two dropouts in a row: two random ops in one region (chunk's second-random-op).
+  DoubleDropout,
+  /// BufferUpdate, then x * tanh(buffer) read after the update: the backward needs a
+  /// value computed from the in-place writes (AC's must-stay-in-forward guards).
+  UpdateThenScale,
+  /// Appends the first two rows again: the batch stays even, so a chunked region padding
+  /// it is not refused for an odd live-in and its false claim reaches concretize.
+  PadTwoRows,
+  /// 2x through a custom autograd function that saves tanh(x) for its backward only: a
+  /// forward node no forward node reads (remat erases its original).
+  SavedForBackward,
+  /// Likewise with a Bernoulli mask, and a draw after it that scales the result by
+  /// 1 + 0.01 * rand: the mask's original is a random original remat must keep.
+  RandomSavedForBackward,
 };
 
 /// Short snake_case name of an operation (also its submodule name prefix).
 const char* to_string(OpKind kind);
 /// True for the operations that draw random numbers.
 bool is_random(OpKind kind);
+/// Linear, Matmul and Bmm: the operations with an output width (OpSpec::out).
+bool changes_width(OpKind kind);
+/// Route and CountUpdate: the operations with experts and top_k (OpSpec::experts, top_k).
+bool is_moe(OpKind kind);
+/// The kind whose to_string is `name`, if any.
+std::optional<OpKind> op_kind_named(const std::string& name);
 
 struct OpSpec {
   OpKind kind = OpKind::Relu;

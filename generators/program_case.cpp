@@ -7,7 +7,9 @@
 #include "framework/compat/torch_compat.h"
 #include "generators/program.h"
 #include "oracles/chunked_training.h"
+#include "oracles/symbolic_trace.h"
 #include "oracles/training_driver.h"
+#include "passes/refused_input.h"
 
 #include <chrono>
 #include <sstream>
@@ -29,10 +31,23 @@ GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options) {
   return c;
 }
 
+void tag_randomly(ir::Graph& graph, uint64_t seed) {
+  static const ir::RecomputePolicy policies[] = {ir::RecomputePolicy::MustSave, ir::RecomputePolicy::PreferSave,
+                                                 ir::RecomputePolicy::MustRecompute,
+                                                 ir::RecomputePolicy::PreferRecompute};
+  uint64_t x = seed;
+  for (ir::Node* n : graph.nodes()) {
+    if (n->meta().phase != ir::Phase::Forward) continue;
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    n->meta().recompute = policies[(x >> 33) % 4];
+  }
+}
+
 std::string ChunkConfig::str() const {
   std::ostringstream os;
   os << "mode=" << mode << " modules=" << modules << " early-accumulation=" << (early_accumulation ? "true" : "false")
      << " steps=" << steps << " optimizer=" << optimizer;
+  if (refusal_allowed) os << " refusal-allowed=true";
   return os.str();
 }
 
@@ -59,6 +74,9 @@ ChunkConfig ChunkConfig::parse(const std::string& text) {
         throw std::invalid_argument("chunk configuration: steps must be an integer, got '" + v + "'");
       }
       if (c.steps < 1) throw std::invalid_argument("chunk configuration: steps must be at least 1");
+    } else if (k == "refusal-allowed") {
+      if (v != "true" && v != "false") throw std::invalid_argument("chunk configuration: refusal-allowed must be true or false");
+      c.refusal_allowed = v == "true";
     } else if (k == "optimizer") {
       oracles::parse_optimizer(v);
       c.optimizer = v;
@@ -95,7 +113,33 @@ ChunkCase generate_chunk_case(uint64_t seed, const ProgramGenOptions& options) {
     default: break;
   }
   c.config.optimizer = (h >> 16) % 2 ? "adam" : "sgd";
+  if (o.decision_coverage) {
+    // Coverage cases may be refused. (Early accumulation stays off: the oracle compares
+    // with eager chunking bit for bit; the coverage campaign runs the pass both ways.)
+    c.config.refusal_allowed = true;
+    // Half the programs that pad a row chunk only the first layer that pads: its body
+    // then records a claim false at the hint (the cat of two padded halves), which
+    // concretize must refuse.
+    for (size_t l = 0; l < n && (h >> 32) % 2 == 1; ++l) {
+      bool pads = false;
+      for (const OpSpec& op : spec.layers[l].ops) pads |= op.kind == OpKind::PadRow || op.kind == OpKind::PadTwoRows;
+      if (!pads) continue;
+      c.config.modules = "layers." + std::to_string(l);
+      break;
+    }
+  }
   return c;
+}
+
+std::shared_ptr<ir::Graph> trace_chunk_case(const ChunkCase& c) {
+  oracles::SymbolicTraceOptions t;
+  t.model = "program";
+  t.subject.seed = c.seed;
+  const ProgramSpec spec = decode_spec(c.program);
+  t.make_subject = [spec](const models::SubjectOptions& o) { return make_program_subject(spec, o); };
+  t.trace_on_meta = false;  // a factory's subject cannot be rebuilt on the meta device
+  t.dim = oracles::parse_symbolic_dim(c.config.mode);
+  return oracles::trace_symbolic(t).graph;
 }
 
 ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& registry, const std::string& chunk_pass,
@@ -113,6 +157,7 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
     // concretized one.
     struct Observed {
       bool chunked = false, concretized = false;
+      std::string refused;  // a passes::RefusedInput from either pass
       std::vector<std::string> invariants, symbols;
       sym::ProofReport proofs;  // proved here too, so a concretize that throws does not hide them
     };
@@ -123,7 +168,13 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
       check::PassInfo info = chunk.info;
       info.name = "observed-" + chunk_pass;
       wrapped.add(info, [run = chunk.run, observed](ir::Graph& g, const check::PassOptions& o) {
-        check::PassResult r = run(g, o);
+        check::PassResult r;
+        try {
+          r = run(g, o);
+        } catch (const passes::RefusedInput& e) {
+          observed->refused = e.what();
+          throw;
+        }
         observed->chunked = true;
         observed->invariants = check::check_chunk_invariants(g);
         return r;
@@ -133,7 +184,13 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
       info.name = "observed-" + concretize_pass;
       wrapped.add(info, [run = concretize.run, observed](ir::Graph& g, const check::PassOptions& o) {
         observed->proofs = sym::prove_all(g.claims(), g.symbols());
-        check::PassResult r = run(g, o);
+        check::PassResult r;
+        try {
+          r = run(g, o);
+        } catch (const passes::RefusedInput& e) {
+          observed->refused = e.what();
+          throw;
+        }
         observed->concretized = true;
         observed->symbols = check::find_symbols(g);
         return r;
@@ -162,16 +219,21 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
     } catch (const std::exception& e) {
       error = e.what();
     }
+    // An allowed refusal is the expected outcome of a refusal case: the claims concretize
+    // refused on are not violations, nor is the error.
+    const bool refused = c.config.refusal_allowed && !error.empty() && !observed->refused.empty();
+    if (refused) result.refusal = observed->refused;
     for (const sym::ClaimResult& r : observed->proofs.results)
-      if (r.verdict != sym::Verdict::Proved) result.violations.push_back("chunk claim not proved: " + r.format());
+      if (r.verdict != sym::Verdict::Proved && !refused)
+        result.violations.push_back("chunk claim not proved: " + r.format());
     for (const std::string& v : observed->invariants) result.violations.push_back("chunk invariant violated: " + v);
     for (const std::string& v : observed->symbols) result.violations.push_back("symbol left after concretize: " + v);
-    if (!error.empty()) {
+    if (!error.empty() && !refused) {
       std::string where = !observed->chunked ? "before or in " + chunk_pass
                           : !observed->concretized ? "between " + chunk_pass + " and " + concretize_pass
                                                    : "after " + concretize_pass;
       result.violations.push_back("chunked training failed (" + where + "): " + error);
-    } else {
+    } else if (!refused) {
       for (const oracles::StepReport& step : report.driver.steps) {
         for (const std::string& p : step.problems)
           result.violations.push_back("graph chunking differs from eager chunking: step " + std::to_string(step.step) + ": " + p);

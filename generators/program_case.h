@@ -27,7 +27,20 @@ struct ProgramGenOptions {
   /// and CountUpdate operations (one in-place update per buffer). Off: the vocabulary
   /// and the draws are exactly those of the plain generator.
   bool chunkable = false;
+  /// Also draw the decision-coverage kinds, as a family of their own (about one op in
+  /// five):
+  /// plain mode ForceSaved, SavedForBackward, RandomSavedForBackward, UpdateThenScale,
+  /// BufferUpdate and Dropout; chunkable mode PadRow, PadTwoRows, DoubleDropout, Dropout
+  /// and BufferUpdate, some of which the chunk passes refuse with a clear error
+  /// (ChunkConfig::refusal_allowed). Off: the draws are unchanged.
+  bool decision_coverage = false;
 };
+
+/// The options of decision-coverage programs for the AC passes: plain ones plus the
+/// corner cases of the AC guards.
+ProgramGenOptions ac_coverage_options();
+/// The options of decision-coverage chunk cases: chunkable plus the refusal kinds.
+ProgramGenOptions chunk_coverage_options();
 
 /// The options of chunk fuzzing: chunkable programs, small widths.
 ProgramGenOptions chunkable_options();
@@ -42,6 +55,11 @@ struct GeneratedCase {
 /// The case for `seed`: the same seed always gives the same case.
 GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options = {});
 
+/// Tags every forward node of `graph` with a recompute policy drawn from `seed`, unsafe
+/// choices included (a buffer update or a random op tagged recomputable), as a user or
+/// another tagger might: remat's own guards must then keep the result correct.
+void tag_randomly(ir::Graph& graph, uint64_t seed);
+
 // ---------------------------------------------------------------------------------
 // Chunk cases (passes/chunk): a chunkable program, its seed and a chunk configuration,
 // run by oracles::run_graph_chunked_vs_eager_chunked. Unlike a graph case, replaying one
@@ -54,6 +72,10 @@ struct ChunkConfig {
   bool early_accumulation = false;
   int steps = 2;
   std::string optimizer = "sgd";       ///< oracles::OptimizerKind
+  /// The program may be one the chunk passes refuse (drawn with decision_coverage): a
+  /// passes::RefusedInput from chunk or concretize is then the expected outcome, not a
+  /// violation. Printed only when true.
+  bool refusal_allowed = false;
   /// "mode=batch modules=layers.* early-accumulation=false steps=2 optimizer=sgd"
   std::string str() const;
   /// Inverse of str(); throws std::invalid_argument.
@@ -78,8 +100,15 @@ struct ChunkCaseResult {
   /// eager chunking; a thrown error (a pass refusing the program included) is one too.
   std::vector<std::string> violations;
   std::string report;     ///< the oracle's report when it ran to the end
+  /// The chunk passes refused the program with a clear error (refusal_allowed cases
+  /// only; otherwise a refusal is a violation): the message.
+  std::string refusal;
   double seconds = 0;
 };
+
+/// The program of `c` traced with its chunk dimension symbolic (oracles/symbolic_trace.h),
+/// the graph the chunk pass rewrites. Throws when the program cannot be symbolized.
+std::shared_ptr<ir::Graph> trace_chunk_case(const ChunkCase& c);
 
 /// Runs `c` with `chunk_pass` and `concretize_pass` of `registry` (real passes or
 /// mutants); never throws for a failing case.

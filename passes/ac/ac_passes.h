@@ -37,13 +37,14 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
 
 /// Upgrades a recomputable forward node that feeds a recomputable forward node of a
 /// higher layer to MUST_SAVE, so recomputation never crosses a layer boundary.
-/// Returns how many nodes changed.
-int64_t save_layer_boundaries(ir::Graph& graph);
+/// Returns how many nodes changed; counts rule save-layer-boundary in `d`.
+int64_t save_layer_boundaries(ir::Graph& graph, check::Decisions& d);
 
 /// Upgrades recomputable nodes that are unsafe to recompute — in-place writes into saved
 /// storage, reads of a surviving storage written later — to MUST_SAVE, to a fixpoint.
-/// Returns how many changed.
-int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph);
+/// Returns how many changed; counts rule save-in-place-write and guards
+/// writes-saved-storage / reads-value-written-later in `d`.
+int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions& d);
 
 /// A node that must run exactly once, in the forward: side effects other than writing a
 /// fresh value (generator-state ops, prints), or an in-place write whose target is (a

@@ -7,11 +7,16 @@
 
 namespace passcheck::passes {
 
-check::PassResult ac_regions_pass(ir::Graph& graph, const check::PassOptions&) {
+check::PassResult ac_regions_pass(ir::Graph& graph, const check::PassOptions& options) {
   check::PassResult result;
+  check::Decisions d(result, options);
   int64_t annotated = 0;
   for (ir::Node* n : graph.nodes()) {
     std::optional<int64_t> region = check::layer_of(n->meta().module_fqn);
+    // Widened: nodes outside the layers join region 0, which every consumer already
+    // assumes for them (so no result can tell; the mutant is excluded, suites/mutants).
+    if (!region && d.widened("number-layer-node")) region = 0;
+    if (region) d.fire("number-layer-node");
     if (n->meta().ac_region_id != region) {
       n->meta().ac_region_id = region;
       result.changed = true;

@@ -37,6 +37,8 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
   }
 
   uint64_t before = graph.hash();
+  check::PassResult result;
+  check::Decisions d(result, options);
   check::AcPolicy op_policy(check::AcPolicyKind::Op);
   MutationIndex mutations(graph);
   int64_t tagged = 0;
@@ -45,21 +47,29 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
     if (meta.phase != ir::Phase::Forward) continue;
     std::optional<int64_t> layer = meta.ac_region_id ? meta.ac_region_id : check::layer_of(meta.module_fqn);
     if (!layer) continue;  // only transformer blocks are checkpointed
-    if (must_stay_in_forward(*n) || mutations.reads_value_written_later(*n)) {
+    if (d.refuse("must-stay-in-forward", must_stay_in_forward(*n)) ||
+        d.refuse("reads-value-written-later", mutations.reads_value_written_later(*n))) {
       meta.recompute = ir::RecomputePolicy::MustSave;
     } else if (per_op) {
       meta.recompute = op_policy.decide(n->op_base(), meta.module_fqn, layer, exec::is_random(*n));
-    } else if (*layer % *every_nth == 0) {
-      meta.recompute = exec::is_random(*n) ? ir::RecomputePolicy::MustSave : ir::RecomputePolicy::MustRecompute;
+      d.fire("per-op-policy");
+    } else if (*layer % *every_nth == 0 || d.widened("checkpoint-layer")) {
+      // Widened: the layers the interval skips are checkpointed too (and so is their
+      // random op, below, unless its guard holds).
+      if (d.refuse("random-op", exec::is_random(*n))) {
+        meta.recompute = ir::RecomputePolicy::MustSave;
+      } else {
+        meta.recompute = ir::RecomputePolicy::MustRecompute;
+        d.fire("checkpoint-layer");
+      }
     } else {
       continue;
     }
     ++tagged;
   }
-  check::PassResult result;
   result.stats["tagged_nodes"] = tagged;
-  result.stats["layer_boundary_saves"] = save_layer_boundaries(graph);
-  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph);
+  result.stats["layer_boundary_saves"] = save_layer_boundaries(graph, d);
+  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph, d);
   result.changed = graph.hash() != before;
   return result;
 }

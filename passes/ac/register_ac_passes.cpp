@@ -1,31 +1,89 @@
-// Registry entries of the activation-checkpointing family.
+// Registry entries of the activation-checkpointing family, with every rule each pass
+// can fire and every guard that can refuse (docs/passes.md lists them per pass).
 #include "passes/ac/ac_passes.h"
 
 namespace passcheck::passes {
 
+namespace {
+
+// Decisions shared by sac-tag and apply-ac (save_layer_boundaries and
+// save_in_place_writes_to_saved_storage, plus the tagging guards).
+const check::DecisionInfo kSaveLayerBoundary{
+    "save-layer-boundary", "a recomputable forward node with a recomputable forward user in a higher layer is saved"};
+const check::DecisionInfo kSaveInPlaceWrite{
+    "save-in-place-write", "a recomputable node unsafe to recompute (in-place hazard) is saved, to a fixpoint"};
+const check::DecisionInfo kMustStayInForward{
+    "must-stay-in-forward", "a node with side effects or writing a graph input (buffer) is never recomputable"};
+const check::DecisionInfo kReadsValueWrittenLater{
+    "reads-value-written-later",
+    "a node reading a surviving storage that is written in place after it is never recomputable"};
+const check::DecisionInfo kWritesSavedStorage{
+    "writes-saved-storage", "an in-place node writing a saved storage or a graph input is never recomputable"};
+
+}  // namespace
+
 void register_ac_passes(check::PassRegistry& registry) {
   using check::NumericsEffect;
-  registry.add({"ac-regions", "Number activation-checkpoint regions: ac_region_id = index of the `layers` child", {},
-                NumericsEffect::Preserves, true},
+  registry.add({"ac-regions",
+                "Number activation-checkpoint regions: ac_region_id = index of the `layers` child",
+                {},
+                NumericsEffect::Preserves,
+                true,
+                {{"number-layer-node", "a node under layers.N gets ac_region_id N"}},
+                {}},
                ac_regions_pass);
   registry.add({"sac-tag",
                 "Tag forward nodes with a recompute policy (default, eager, full or op)",
                 {{"policy", "selective AC policy", "default", {"default", "eager", "full", "op"}},
                  {"selectors", "full policy: comma-separated FQN_PATTERN::OP selectors of nodes to save", "", {}},
                  {"skip", "module FQN prefixes left untagged", "lm_head,loss", {}}},
-                NumericsEffect::Preserves, true},
+                NumericsEffect::Preserves,
+                true,
+                {{"policy-must-save", "the policy saves the node (save list, eager's odd mm, full's selectors)"},
+                 {"policy-prefer-recompute", "the policy tags the node PREFER_RECOMPUTE"},
+                 {"policy-must-recompute", "the policy tags the node MUST_RECOMPUTE (full policy)"},
+                 {"copy-wait-tag", "wait_tensor copies the tag of its producer"},
+                 kSaveLayerBoundary,
+                 kSaveInPlaceWrite},
+                {{"skipped-module", "a node under a skipped module prefix (lm_head, loss) is left untagged"},
+                 {"forced-save", "a node with custom force_save=1 is saved whatever the policy"},
+                 kMustStayInForward,
+                 kReadsValueWrittenLater,
+                 {"symbolic-int", "a node producing a symbolic integer is saved"},
+                 kWritesSavedStorage}},
                sac_tag_pass);
   registry.add({"apply-ac",
                 "Model-level activation checkpointing: full, every n-th layer, or per-op selective",
                 {{"mode", "full or selective", "full", {"full", "selective"}},
                  {"option", "selective: 'op' or a layer interval n (0: every layer)", "op", {}}},
-                NumericsEffect::Preserves, true},
+                NumericsEffect::Preserves,
+                true,
+                {{"checkpoint-layer", "a forward node of a checkpointed layer is tagged MUST_RECOMPUTE"},
+                 {"per-op-policy", "selective option=op: the op policy tags a forward node of a layer"},
+                 kSaveLayerBoundary,
+                 kSaveInPlaceWrite},
+                {kMustStayInForward,
+                 kReadsValueWrittenLater,
+                 {"random-op", "a random op of a checkpointed layer is saved, not recomputed"},
+                 kWritesSavedStorage}},
                apply_ac_pass);
   registry.add({"remat",
                 "Recompute recomputable forward nodes right before their first backward use",
                 {{"rng", "random ops tagged recomputable: error, or replay the saved generator state", "error",
                   {"error", "replay"}}},
-                NumericsEffect::MemoryOnly, true},
+                NumericsEffect::MemoryOnly,
+                true,
+                {{"duplicate-target", "a recomputable forward node a backward node needs is duplicated before it"},
+                 {"replay-rng", "a recomputed random op replays its saved generator state (rng=replay)"},
+                 {"rewire-backward-reader", "a backward reader of a target reads its duplicate instead"},
+                 {"erase-original", "an original left without readers is erased"}},
+                {kMustStayInForward,
+                 kReadsValueWrittenLater,
+                 kWritesSavedStorage,
+                 {"random-op-without-replay", "a random op tagged recomputable without rng=replay is an error"},
+                 {"disjoint-backward-regions", "more than one backward region needs recomputation: an error"},
+                 {"original-still-read", "an original with readers left (forward users) is kept"},
+                 {"random-original-kept", "a random original is kept: its draw advances the generator"}}},
                remat_pass);
 }
 

@@ -18,6 +18,7 @@
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 #include "passes/ac/ac_passes.h"
+#include "passes/refused_input.h"
 
 #include <map>
 #include <set>
@@ -30,13 +31,6 @@ namespace {
 
 const RematBehaviour* g_behaviour = nullptr;  // set for the duration of remat_pass_with
 const MutationIndex* g_mutations = nullptr;   // likewise
-
-bool is_forward_recomputable(const ir::Node& n) {
-  if (n.meta().phase == ir::Phase::Backward || must_stay_in_forward(n)) return false;
-  if (g_mutations->reads_value_written_later(n) || writes_saved_storage(n)) return false;
-  if (!g_behaviour->honour_prefer_recompute) return n.meta().recompute == ir::RecomputePolicy::MustRecompute;
-  return ir::is_recomputable(n.meta().recompute);
-}
 
 bool is_loss_or_head(const std::string& fqn) {
   for (const char* root : {"loss", "lm_head"}) {
@@ -81,19 +75,41 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
   } scope(&behaviour, &mutations);
   const bool replay_rng = options.get("rng") == "replay";
   std::vector<ir::Node*> nodes = graph.node_list();
+  check::PassResult result;
+  check::Decisions d(result, options);
+  // Candidates: forward nodes tagged recomputable that the guards let through. The
+  // widened duplicate-target rule takes every forward node it reaches, tag and guards
+  // ignored.
+  const bool widen_targets = d.widened("duplicate-target");
+  auto is_forward_recomputable = [&](const ir::Node& n) {
+    if (n.meta().phase == ir::Phase::Backward) return false;
+    if (widen_targets) return true;
+    if (!g_behaviour->honour_prefer_recompute && n.meta().recompute != ir::RecomputePolicy::MustRecompute) return false;
+    if (!ir::is_recomputable(n.meta().recompute)) return false;
+    // Tagged recomputable, but unsafe to run again (the taggers save these; other tags
+    // may not).
+    if (d.refuse("must-stay-in-forward", must_stay_in_forward(n))) return false;
+    if (d.refuse("reads-value-written-later", g_mutations->reads_value_written_later(n))) return false;
+    return !d.refuse("writes-saved-storage", writes_saved_storage(n));
+  };
+  auto unchanged = [&] {
+    result.changed = false;
+    return result;
+  };
 
   // 1-2.
   bool any_recomputable = false;
   for (ir::Node* n : nodes) {
     if (!is_forward_recomputable(*n)) continue;
     any_recomputable = true;
-    if (exec::is_random(*n) && !replay_rng)
-      throw std::runtime_error("remat: `" + ir::print_node(*n) +
+    if (d.refuse("random-op-without-replay", exec::is_random(*n) && !replay_rng))
+      throw RefusedInput("remat: `" + ir::print_node(*n) +
                                "` is a random op tagged recomputable; RNG ops cannot be recomputed in a "
                                "forward-loss-backward graph (move them out of the region, save them, or run remat "
-                               "with rng=replay)");
+                               "with rng=replay)",
+                         result);
   }
-  if (!any_recomputable) return check::PassResult::unchanged();
+  if (!any_recomputable) return unchanged();
 
   // 3.
   size_t start = 0;
@@ -116,12 +132,13 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
     }
     if (needs) regions_needing.push_back(std::move(region));
   }
-  if (regions_needing.empty()) return check::PassResult::unchanged();
-  if (regions_needing.size() > 1) {
+  if (regions_needing.empty()) return unchanged();
+  if (d.refuse("disjoint-backward-regions", regions_needing.size() > 1)) {
     std::string firsts;
     for (const auto& r : regions_needing) firsts += "\n  region starting at `" + ir::print_node(*r.front()) + "`";
-    throw std::runtime_error("remat: " + std::to_string(regions_needing.size()) +
-                             " disjoint backward regions need recomputation; expected one" + firsts);
+    throw RefusedInput("remat: " + std::to_string(regions_needing.size()) +
+                           " disjoint backward regions need recomputation; expected one" + firsts,
+                       result);
   }
   const std::vector<ir::Node*>& region = regions_needing.front();
 
@@ -144,6 +161,7 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
   std::vector<ir::Node*> targets;
   for (ir::Node* n : nodes)
     if (earliest_user.count(n)) targets.push_back(n);
+  d.fire("duplicate-target", static_cast<int64_t>(targets.size()));
   std::unordered_map<ir::Value*, ir::Value*> duplicate_of;
   std::unordered_map<ir::Node*, ir::Node*> duplicate_node;
   int64_t rng_replays = 0;
@@ -153,8 +171,11 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
     ir::Value* saved_state = nullptr;
     ir::Value* previous_state = nullptr;
     c10::Device device = device_of(*t);
-    const bool replay_state = random && behaviour.replay_rng_state;
+    // Widened: every duplicate replays a generator state, random or not.
+    // Without rng=replay no random target gets here unless its guard was disabled.
+    const bool replay_state = (random || d.widened("replay-rng")) && replay_rng && behaviour.replay_rng_state;
     if (replay_state) {
+      d.fire("replay-rng");
       ir::Node* state = graph.create("passcheck::rng_state", {ir::Arg::dev(device)}, t);
       state->meta() = t->meta();
       state->meta().recompute = ir::RecomputePolicy::MustSave;
@@ -191,12 +212,17 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
   // 6. Rewire the region's reads (they all come after their duplicate), then erase
   // originals that nothing reads any more, consumers first.
   std::set<ir::Node*> in_region(region.begin(), region.end());
+  // Widened: readers outside the region (forward ones too) move to the duplicate.
+  const bool widen_rewire = d.widened("rewire-backward-reader");
   for (ir::Node* t : targets) {
     ir::Node* dup = duplicate_node.at(t);
     for (size_t i = 0; i < t->num_outputs(); ++i)
       t->output(i)->replace_uses_if(dup->output(i), [&](const ir::Use& use) {
-        if (use.is_graph_output() || !in_region.count(use.user)) return false;
-        return behaviour.rewire_all_readers || use.user == earliest_user.at(t);
+        if (use.is_graph_output() || use.user == dup) return false;
+        if (!in_region.count(use.user) && !widen_rewire) return false;
+        if (!behaviour.rewire_all_readers && use.user != earliest_user.at(t)) return false;
+        d.fire("rewire-backward-reader");
+        return true;
       });
   }
   int64_t extra_duplicates = 0;
@@ -214,16 +240,19 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
     }
   }
   int64_t erased = 0, freed_bytes = 0;
+  // Widened: the erase ignores its guards (an original still read, a random draw).
+  const bool widen_erase = d.widened("erase-original");
   for (auto it = targets.rbegin(); it != targets.rend(); ++it) {
     ir::Node* t = *it;
-    if (t->has_users()) continue;
-    if (exec::is_random(*t)) continue;  // its draw advances the generator: keep it
+    if (!widen_erase && d.refuse("original-still-read", t->has_users())) continue;
+    // Its draw advances the generator: erasing it would shift every later draw.
+    if (!widen_erase && d.refuse("random-original-kept", exec::is_random(*t))) continue;
     freed_bytes += output_bytes(*t);
     graph.erase(t);
+    d.fire("erase-original");
     ++erased;
   }
 
-  check::PassResult result;
   result.changed = true;
   result.stats["recomputed_nodes"] = static_cast<int64_t>(targets.size()) + extra_duplicates;
   result.stats["erased_originals"] = erased;

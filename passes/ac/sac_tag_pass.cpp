@@ -99,26 +99,33 @@ bool must_stay_in_forward(const ir::Node& node) {
   return false;
 }
 
-int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph) {
+int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions& d) {
   // Saving a node can make another unsafe to recompute (an in-place write into it, or a
   // read of it before a later in-place write): repeat to a fixpoint.
   MutationIndex mutations(graph);
   int64_t saved = 0;
+  const bool widened = d.widened("save-in-place-write");
   for (bool changed = true; changed;) {
     changed = false;
-    for (ir::Node* n : graph.nodes())
-      if (n->meta().phase != ir::Phase::Backward && ir::is_recomputable(n->meta().recompute) &&
-          (writes_saved_storage(*n) || mutations.reads_value_written_later(*n))) {
-        n->meta().recompute = ir::RecomputePolicy::MustSave;
-        ++saved;
-        changed = true;
-      }
+    for (ir::Node* n : graph.nodes()) {
+      if (n->meta().phase == ir::Phase::Backward || !ir::is_recomputable(n->meta().recompute)) continue;
+      // The widened rule also saves every in-place node, whatever storage it writes.
+      const bool unsafe = d.refuse("writes-saved-storage", writes_saved_storage(*n)) ||
+                          d.refuse("reads-value-written-later", mutations.reads_value_written_later(*n)) ||
+                          (widened && exec::is_mutating(*n));
+      if (!unsafe) continue;
+      n->meta().recompute = ir::RecomputePolicy::MustSave;
+      d.fire("save-in-place-write");
+      ++saved;
+      changed = true;
+    }
   }
   return saved;
 }
 
-int64_t save_layer_boundaries(ir::Graph& graph) {
+int64_t save_layer_boundaries(ir::Graph& graph, check::Decisions& d) {
   int64_t upgraded = 0;
+  const bool widened = d.widened("save-layer-boundary");
   for (ir::Node* n : graph.nodes()) {
     if (n->meta().phase == ir::Phase::Backward || !ir::is_recomputable(n->meta().recompute)) continue;
     int64_t layer = region_of(*n).value_or(0);
@@ -127,12 +134,14 @@ int64_t save_layer_boundaries(ir::Graph& graph) {
       for (const ir::Use& use : out->uses()) {
         if (use.is_graph_output()) continue;
         const ir::Node* user = use.user;
+        // Widened: any recomputable forward user counts as crossing, same layer or not.
         if (user->meta().phase != ir::Phase::Backward && ir::is_recomputable(user->meta().recompute) &&
-            region_of(*user).value_or(0) > layer)
+            (widened || region_of(*user).value_or(0) > layer))
           crosses = true;
       }
     if (crosses) {
       n->meta().recompute = ir::RecomputePolicy::MustSave;
+      d.fire("save-layer-boundary");
       ++upgraded;
     }
   }
@@ -150,6 +159,8 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
   std::vector<std::string> skipped = options.get_list("skip");
   uint64_t before = graph.hash();
 
+  check::PassResult result;
+  check::Decisions d(result, options);
   MutationIndex mutations(graph);
   int64_t tagged = 0;
   for (ir::Node* n : graph.nodes()) {
@@ -157,26 +168,34 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
     if (meta.phase == ir::Phase::Backward) continue;
     bool skip = false;
     for (const auto& prefix : skipped) skip |= has_prefix_component(meta.module_fqn, prefix);
-    if (skip) continue;
+    if (d.refuse("skipped-module", skip)) continue;
     ir::RecomputePolicy decision;
-    if ((meta.custom.count("force_save") && meta.custom.at("force_save") == "1") || must_stay_in_forward(*n) ||
-        mutations.reads_value_written_later(*n)) {
+    bool symbolic_int = false;
+    for (ir::Value* out : n->outputs()) symbolic_int |= out->type() == ir::ValueType::Int;
+    if (d.refuse("forced-save", meta.custom.count("force_save") && meta.custom.at("force_save") == "1") ||
+        d.refuse("must-stay-in-forward", must_stay_in_forward(*n)) ||
+        d.refuse("reads-value-written-later", mutations.reads_value_written_later(*n))) {
       decision = ir::RecomputePolicy::MustSave;
     } else if (n->op_base() == "wait_tensor" && n->num_operands() > 0 && n->operand(0)->producer()) {
       decision = n->operand(0)->producer()->meta().recompute;
+      d.fire("copy-wait-tag");
+    } else if (d.refuse("symbolic-int", symbolic_int)) {
+      decision = ir::RecomputePolicy::MustSave;
     } else {
-      bool symbolic_int = false;
-      for (ir::Value* out : n->outputs()) symbolic_int |= out->type() == ir::ValueType::Int;
-      decision = symbolic_int ? ir::RecomputePolicy::MustSave
-                              : policy.decide(n->op_base(), meta.module_fqn, region_of(*n), exec::is_random(*n));
+      decision = policy.decide(n->op_base(), meta.module_fqn, region_of(*n), exec::is_random(*n));
+      // Widened: the policy's recompute class also takes the ops it would save.
+      if (decision == ir::RecomputePolicy::MustSave && d.widened("policy-prefer-recompute"))
+        decision = ir::RecomputePolicy::PreferRecompute;
+      d.fire(decision == ir::RecomputePolicy::MustSave          ? "policy-must-save"
+             : decision == ir::RecomputePolicy::MustRecompute ? "policy-must-recompute"
+                                                                : "policy-prefer-recompute");
     }
     meta.recompute = decision;
     ++tagged;
   }
-  check::PassResult result;
   result.stats["tagged_nodes"] = tagged;
-  result.stats["layer_boundary_saves"] = save_layer_boundaries(graph);
-  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph);
+  result.stats["layer_boundary_saves"] = save_layer_boundaries(graph, d);
+  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph, d);
   int64_t recomputable = 0;
   for (const ir::Node* n : graph.nodes()) recomputable += ir::is_recomputable(n->meta().recompute);
   result.stats["recomputable_nodes"] = recomputable;

@@ -17,6 +17,7 @@
 //    or, for values without it, add of the two partials when they provably are sums over
 //    the chunked extent (parameter gradients, token reductions).
 #include "passes/chunk/chunk_passes.h"
+#include "passes/refused_input.h"
 
 #include "framework/check/ac_policy.h"
 #include "framework/exec/op_properties.h"
@@ -73,7 +74,7 @@ bool is_view_like(const ir::Node& n) {
 class ChunkRewriter {
  public:
   ChunkRewriter(ir::Graph& graph, const check::PassOptions& options, const ChunkBehaviour& behaviour)
-      : graph_(graph), behaviour_(behaviour) {
+      : graph_(graph), behaviour_(behaviour), d_(result_, options) {
     mode_ = options.get("mode");
     patterns_ = options.get_list("modules");
     early_accumulation_ = options.get_bool("early-accumulation");
@@ -84,9 +85,14 @@ class ChunkRewriter {
   }
 
   check::PassResult run() {
-    std::vector<Region> regions = find_regions();
-    check::PassResult result;
-    for (Region& r : regions) rewrite_region(r);
+    std::vector<Region> regions;
+    try {
+      regions = find_regions();
+      for (Region& r : regions) rewrite_region(r);
+    } catch (const ChunkError& e) {
+      throw RefusedInput(e.what(), result_);
+    }
+    check::PassResult& result = result_;
     result.changed = !regions.empty();
     result.stats["regions"] = static_cast<int64_t>(regions.size());
     result.stats["split_live_ins"] = splits_;
@@ -167,7 +173,7 @@ class ChunkRewriter {
       for (const auto* list : {&forward, &backward})
         for (const Region& r : *list)
           for (const ir::Node* n : r.nodes)
-            if (has_component(n->meta().module_fqn, "attention"))
+            if (d_.refuse("seq-through-attention", has_component(n->meta().module_fqn, "attention")))
               throw ChunkError("seq chunking through attention is not supported: region " + r.root + " contains " +
                                n->meta().module_fqn + " (chunk the MoE layers, pattern layers.*.moe)");
     forward.insert(forward.end(), backward.begin(), backward.end());
@@ -261,7 +267,7 @@ class ChunkRewriter {
     const Expr extent = m.size_expr(dim);
     const Expr half = sym::floordiv(extent, Expr::constant(2));
     const int64_t extent_at_hint = m.sizes[dim];
-    if (extent_at_hint % 2 != 0)
+    if (d_.refuse("odd-live-in", extent_at_hint % 2 != 0))
       throw ChunkError("live-in %" + v->name() + " of region " + region.root + " has odd size " +
                        std::to_string(extent_at_hint) + " (sym(" + extent.to_string() + ")) in chunk dim " +
                        std::to_string(dim) + " at the hint");
@@ -289,6 +295,7 @@ class ChunkRewriter {
       ir::Value* part = split->add_output(ir::ValueType::Tensor, half_meta,
                                           v->name() + "_split" + std::to_string(chunk));
       if (!contiguous) {
+        d_.fire("clone-non-contiguous-half");
         ir::Node* clone = graph_.create("aten::clone", {ir::Arg::of(part), ir::Arg::memory_format(c10::MemoryFormat::Contiguous)},
                                         before);
         clone->meta() = split->meta();
@@ -301,6 +308,7 @@ class ChunkRewriter {
       split_source_[part] = v;
     }
     ++splits_;
+    d_.fire("split-live-in");
     return halves;
   }
 
@@ -313,7 +321,7 @@ class ChunkRewriter {
     for (size_t d : chunk_dims(out)) {
       if (d >= sizes.list.size()) continue;
       const ir::Arg& entry = sizes.list[d];
-      if (entry.kind == ir::Arg::Kind::Int && entry.i != -1)
+      if (d_.refuse("baked-reshape-size", entry.kind == ir::Arg::Kind::Int && entry.i != -1))
         throw ChunkError("reshape " + describe(n) + " in region " + region.root + " has the constant size " +
                          std::to_string(entry.i) + " in dim " + std::to_string(d) + ", where its result carries " +
                          symbol_ + ": a baked size cannot follow the chunk");
@@ -352,8 +360,8 @@ class ChunkRewriter {
       bool reads_chunked = false;
       std::vector<std::pair<ir::Value*, size_t>> to_split;
       for (ir::Value* v : n->operands()) {
-        if (region.direction == Direction::Forward && !v->is_graph_input() &&
-            v->producer()->meta().phase == ir::Phase::Backward)
+        if (d_.refuse("forward-reads-backward", region.direction == Direction::Forward && !v->is_graph_input() &&
+                                                    v->producer()->meta().phase == ir::Phase::Backward))
           throw ChunkError("body node " + describe(*n) + " of forward region " + region.root +
                            " reads %" + v->name() + " from the backward");
         if (per_chunk.count(v)) {
@@ -362,30 +370,32 @@ class ChunkRewriter {
         }
         std::vector<size_t> dims = chunk_dims(v);
         if (dims.empty()) continue;
-        if (dims.size() > 1)
+        if (d_.refuse("multi-dim-live-in", dims.size() > 1))
           throw ChunkError("live-in %" + v->name() + " of region " + region.root + " carries " + symbol_ +
                            " in " + std::to_string(dims.size()) + " dimensions (" +
                            ir::format_int_list(std::vector<int64_t>(dims.begin(), dims.end())) +
                            "): only one chunked dimension is supported");
-        if (v->is_graph_input() && v->role() != ir::InputRole::Argument)
+        if (d_.refuse("static-input-split", v->is_graph_input() && v->role() != ir::InputRole::Argument))
           throw ChunkError("live-in %" + v->name() + " of region " + region.root + " is module state carrying " +
                            symbol_ + ": static inputs are never split");
         to_split.emplace_back(v, dims[0]);
         reads_chunked = true;
       }
-      if (!reads_chunked && !mentions_symbol(*n)) continue;
+      // Widened: region nodes that only prepare parameters are chunked too.
+      if (!reads_chunked && !mentions_symbol(*n) && !d_.widened("duplicate-body")) continue;
       for (auto& [v, dim] : to_split)
         if (!per_chunk.count(v)) per_chunk[v] = split_live_in(v, dim, region, n);
       if (n->num_outputs() && n->output()->type() != ir::ValueType::Tensor)
         for (ir::Value* out : n->outputs())
-          if (out->type() != ir::ValueType::Tensor && out->type() != ir::ValueType::None)
+          if (d_.refuse("scalar-body-output",
+                        out->type() != ir::ValueType::Tensor && out->type() != ir::ValueType::None))
             throw ChunkError("body node " + describe(*n) + " of region " + region.root +
                              " produces a non-tensor value; symbolic scalars in chunk bodies are not supported");
       check_view(*n, region);
       if (exec::is_random(*n)) {
         // Interleaved chunk bodies draw c0, c1, c0, c1 where per-chunk execution draws
         // c0, c0, c1, c1: with two random ops the streams would differ.
-        if (random_node_)
+        if (d_.refuse("second-random-op", random_node_ != nullptr))
           throw ChunkError("region " + region.root + " draws random numbers in " + describe(*random_node_) + " and " +
                            describe(*n) + ": interleaved chunk bodies support one random op per region");
         random_node_ = n;
@@ -395,13 +405,15 @@ class ChunkRewriter {
       ir::Value* state = nullptr;
       if (exec::is_mutating(*n)) {
         auto written = exec::written_values(*n);
-        if (!written || written->size() != 1 || n->op_base().empty() || n->op_base().back() != '_' ||
-            !n->arg(0).is_value() || n->arg(0).value != (*written)[0])
+        const bool self_in_place = written && written->size() == 1 && !n->op_base().empty() &&
+                                   n->op_base().back() == '_' && n->arg(0).is_value() &&
+                                   n->arg(0).value == (*written)[0];
+        if (d_.refuse("unsupported-in-place", !self_in_place))
           throw ChunkError("body node " + describe(*n) + " of region " + region.root +
                            " writes its inputs in a form the chunk pass does not support (only self in-place ops)");
-        if (!per_chunk.count((*written)[0])) {
+        if (self_in_place && !per_chunk.count((*written)[0])) {
           state = (*written)[0];
-          if (mutation_of_state.count(state))
+          if (d_.refuse("state-updated-twice", mutation_of_state.count(state) > 0))
             throw ChunkError("region " + region.root + " updates %" + state->name() + " more than once (" +
                              describe(*mutation_of_state[state]) + " and " + describe(*n) +
                              "); interleaved chunk bodies support one in-place update per state");
@@ -409,7 +421,7 @@ class ChunkRewriter {
         }
       }
       for (ir::Value* v : n->operands())
-        if (mutation_of_state.count(v) && mutation_of_state[v] != n)
+        if (d_.refuse("read-after-update", mutation_of_state.count(v) && mutation_of_state[v] != n))
           throw ChunkError("body node " + describe(*n) + " of region " + region.root + " reads %" + v->name() +
                            " after " + describe(*mutation_of_state[v]) + " updated it in place; interleaved chunks "
                            "would read the other chunk's update");
@@ -434,10 +446,12 @@ class ChunkRewriter {
       ir::Node* c1 = graph_.clone_node(*n, chunk_value(1), n->next(), "_chunk1");
       std::vector<ir::Arg> args1;
       for (const ir::Arg& a : c1->args()) args1.push_back(halve(a));
-      if (state) {
+      // Widened: chunk 1's in-place update of its own per-chunk value reads chunk 0's too.
+      if (state || (d_.widened("chain-mutation") && exec::is_mutating(*n) && n->num_outputs() > 0)) {
         if (behaviour_.chain_buffer_mutations) {
           args1[0] = ir::Arg::of(n->output(0));
           ++mutation_chains_;
+          d_.fire("chain-mutation");
         }
       }
       c1->set_args(std::move(args1));
@@ -467,6 +481,7 @@ class ChunkRewriter {
       mark(n, region.root, "body", 0, names.empty() ? n->op() : names[0]);
       mark(c1, region.root, "body", 1, names.empty() ? n->op() : names[0]);
       chunked_nodes_ += 1;
+      d_.fire("duplicate-body");
     }
 
     for (ir::Value* v : body_outputs) {
@@ -487,18 +502,23 @@ class ChunkRewriter {
                    const std::function<bool(const ir::Use&)>& external) {
     const std::string orig = original_name_.at(v0);
     auto meta_it = original_meta_.find(v0);
-    if (meta_it == original_meta_.end() || v0->type() != ir::ValueType::Tensor)
+    if (d_.refuse("live-out-without-meta", meta_it == original_meta_.end() || v0->type() != ir::ValueType::Tensor))
       throw ChunkError("live-out %" + v0->name() + " of region " + region.root + " is not a tensor with metadata");
+    if (meta_it == original_meta_.end()) return;  // the guard disabled: left unmaterialized
     const ir::TensorMeta& full = meta_it->second;
     std::vector<size_t> dims;
     for (size_t d = 0; d < full.sym_sizes.size(); ++d)
       if (full.sym_sizes[d].contains_symbol(symbol_)) dims.push_back(d);
-    if (dims.size() > 1)
+    if (d_.refuse("multi-dim-live-out", dims.size() > 1))
       throw ChunkError("live-out %" + orig + " of region " + region.root + " carries " + symbol_ + " in " +
                        std::to_string(dims.size()) + " dimensions: cannot materialize it by cat");
     ir::Node* m = nullptr;
-    if (!dims.empty() && behaviour_.cat_chunk_dim_live_outs) {
-      const size_t d = dims[0];
+    // Widened cat: a live-out without the chunk dimension is concatenated on dim 0.
+    const bool widened_cat = dims.empty() && !full.sizes.empty() && d_.widened("materialize-cat");
+    // Widened add: a live-out carrying the chunk dimension is added (historical bug 10).
+    const bool widened_add = !dims.empty() && d_.widened("materialize-add");
+    if ((!dims.empty() || widened_cat) && behaviour_.cat_chunk_dim_live_outs && !widened_add) {
+      const size_t d = dims.empty() ? 0 : dims[0];
       const Expr extent = full.size_expr(d);
       claim("cat_extent", "%" + orig + " dim " + std::to_string(d) + " in " + region.root,
             "cat of the two chunks restores the full extent", sym::eq(halve(extent) + halve(extent), extent));
@@ -509,6 +529,7 @@ class ChunkRewriter {
       meta.set_symbolic(full.size_exprs(), ir::TensorMeta::contiguous_stride_exprs(full.size_exprs()), hints_);
       m->add_output(ir::ValueType::Tensor, meta, orig);
       ++materialized_cat_;
+      d_.fire("materialize-cat");
     } else {
       // An add keeps the chunk's extent in every dimension: each must equal the full one.
       for (size_t d : dims)
@@ -520,13 +541,16 @@ class ChunkRewriter {
               "the two partials are sums over halves that cover the reduced extent",
               sym::eq(halve(reduced_extent) + halve(reduced_extent), reduced_extent));
       }
-      if (dims.empty() && early_accumulation_ && region.direction == Direction::Backward &&
+      // Widened: partials are accumulated early even with early-accumulation=false.
+      if (dims.empty() && (early_accumulation_ || d_.widened("early-accumulation")) &&
+          region.direction == Direction::Backward &&
           std::all_of(v0->uses().begin(), v0->uses().end(), [&](const ir::Use& u) { return !external(u) || u.is_graph_output(); }) &&
           accumulate_early(v0, v1, region))
         return;
       m = graph_.create("aten::add.Tensor", {ir::Arg::of(v0), ir::Arg::of(v1)}, after->next());
       m->add_output(ir::ValueType::Tensor, full, orig);
       ++materialized_add_;
+      d_.fire("materialize-add");
     }
     m->meta() = v0->producer()->meta();
     m->meta().recompute = ir::RecomputePolicy::Unset;
@@ -538,7 +562,7 @@ class ChunkRewriter {
   // The extent a no-chunk-dim live-out sums over: walking back through rearrangements
   // to an additive reduction whose input carries the symbol. Anything else (a mean, a
   // max, a product) would not be the sum of its per-chunk partials.
-  Expr partial_sum_extent(const ir::Value* v, const Region& region) const {
+  Expr partial_sum_extent(const ir::Value* v, const Region& region) {
     const ir::Value* cur = v;
     while (true) {
       const ir::Node* p = cur->producer();
@@ -557,6 +581,8 @@ class ChunkRewriter {
       cur = p->arg(0).value;
       if (cur->is_graph_input() || cur->producer()->meta().custom.count("chunk_id") == 0) break;
     }
+    // Disabled: the live-out is taken for a sum over the whole symbol.
+    if (!d_.refuse("not-a-partial-sum", true)) return Expr::symbol(symbol_);
     throw ChunkError("live-out %" + v->name() + " of region " + region.root + " (produced by " +
                      cur->producer()->op() + ") has no " + symbol_ +
                      " dimension and is not a sum over it: it cannot be materialized by cat or by add");
@@ -599,7 +625,11 @@ class ChunkRewriter {
   // after a widening cast, to accumulate in the wider dtype), and run the rest of the
   // gradient chain once on the sum. Returns false when the chain has another shape.
   bool accumulate_early(ir::Value* v0, ir::Value* v1, const Region& region) {
+    // The chain by values, not nodes: a multi-output reduction (native_layer_norm_backward)
+    // must accumulate the output the chain follows (the weight gradient), not its first
+    // one (the input gradient, which carries the chunk dimension).
     std::vector<ir::Node*> chain0, chain1;
+    std::vector<ir::Value*> values0, values1;
     ir::Value* a = v0;
     ir::Value* b = v1;
     while (true) {
@@ -608,6 +638,8 @@ class ChunkRewriter {
       if (p0->meta().custom.count("chunk_id") == 0 || p1->meta().custom.count("chunk_id") == 0) return false;
       chain0.push_back(p0);
       chain1.push_back(p1);
+      values0.push_back(a);
+      values1.push_back(b);
       if (is_additive_reduction(*p0)) break;
       if (!is_rearrangement(*p0) || !p0->arg(0).is_value() || !p1->arg(0).is_value()) return false;
       a = p0->arg(0).value;
@@ -616,28 +648,35 @@ class ChunkRewriter {
     }
     std::reverse(chain0.begin(), chain0.end());  // reduction first
     std::reverse(chain1.begin(), chain1.end());
+    std::reverse(values0.begin(), values0.end());
+    std::reverse(values1.begin(), values1.end());
     // Accumulate in the widest dtype the chain reaches before any narrowing: after a
     // widening cast, before a narrowing one.
     size_t point = 0;
     for (size_t i = 1; i < chain0.size(); ++i) {
-      const auto& in = chain0[i - 1]->output()->meta();
-      const auto& out = chain0[i]->output()->meta();
+      const auto& in = values0[i - 1]->meta();
+      const auto& out = values0[i]->meta();
       if (!in || !out) break;
       if (ir::dtype_size(out->dtype) < ir::dtype_size(in->dtype)) break;
       if (ir::dtype_size(out->dtype) > ir::dtype_size(in->dtype)) point = i;
     }
-    ir::Value* p0 = chain0[point]->output();
-    ir::Value* p1 = chain1[point]->output();
+    ir::Value* p0 = values0[point];
+    ir::Value* p1 = values1[point];
     ir::Node* add = graph_.create("aten::add.Tensor", {ir::Arg::of(p0), ir::Arg::of(p1)}, chain1[point]->next());
     add->meta() = chain0[point]->meta();
+    add->meta().custom.erase("chunk_id");
     mark(add, region.root, "materialization", -1, original_name_.at(v0));
     add->meta().custom["chunk_early_accumulation"] = "1";
     ir::Value* sum = add->add_output(ir::ValueType::Tensor, p0->meta(), p0->name() + "_accumulated");
     p0->replace_uses_if(sum, [&](const ir::Use& u) { return u.user != add; });
-    // Chunk 1's rest of the chain is now dead; erase it from the end.
+    d_.fire("early-accumulation");
+    // Chunk 1's rest of the chain is now dead; erase it from the end. Chunk 0's copy
+    // runs once, on the sum: it is part of the materialization now, not of chunk 0.
     for (size_t i = chain1.size(); i-- > point + 1;) {
       if (chain1[i]->has_users()) return true;  // kept: something else reads it
       graph_.erase(chain1[i]);
+      chain0[i]->meta().custom.erase("chunk_id");
+      chain0[i]->meta().custom["chunk_role"] = "materialization";
     }
     ++early_accumulations_;
     ++materialized_add_;
@@ -646,6 +685,8 @@ class ChunkRewriter {
 
   ir::Graph& graph_;
   ChunkBehaviour behaviour_;
+  check::PassResult result_;
+  check::Decisions d_;  // counts into result_
   std::string mode_;
   std::vector<std::string> patterns_;
   bool early_accumulation_ = true;

@@ -4,6 +4,7 @@
 // it will run with), then arguments and metadata are substituted, scalar plumbing left
 // dead by the substitution is erased, and nothing may mention a symbol afterwards.
 #include "passes/chunk/chunk_passes.h"
+#include "passes/refused_input.h"
 
 #include "framework/exec/op_properties.h"
 
@@ -68,14 +69,17 @@ std::string node_where(const ir::Node& n) {
 
 }  // namespace
 
-check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOptions&, const ConcretizeBehaviour& behaviour) {
+namespace {
+
+void concretize(ir::Graph& graph, const ConcretizeBehaviour& behaviour, check::PassResult& result,
+                check::Decisions& d) {
   const std::map<std::string, int64_t> hints = graph.symbol_hints();
-  check::PassResult result;
   int64_t guards = 0;
   if (behaviour.validate_guards) {
     for (const sym::Claim& c : graph.claims()) {
       const std::string where = "guard " + c.kind + " on " + c.subject + " (recorded by " + c.pass + ")";
-      if (value_at(c.condition, hints, where) == 0)
+      d.fire("validate-guard");
+      if (d.refuse("false-guard", value_at(c.condition, hints, where) == 0))
         throw ConcretizeError("guard false at the hint (" + hints_text(hints) + "): " + c.kind + " on " + c.subject +
                               ": " + c.condition.to_string() + " -- " + c.description);
       ++guards;
@@ -85,6 +89,7 @@ check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOption
   for (ir::Value* in : graph.inputs()) {
     if (!behaviour.substitute_input_metadata || !in->meta() || !in->meta()->is_symbolic()) continue;
     in->set_meta(concrete(in->meta(), hints, "graph input %" + in->name()));
+    d.fire("substitute-input-meta");
     ++substituted;
   }
   for (ir::Node* n : graph.nodes()) {
@@ -95,11 +100,13 @@ check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOption
       for (size_t i = 0; i < n->num_args(); ++i)
         args.push_back(concrete(n->arg(i), hints, "argument " + std::to_string(i) + " of " + node_where(*n)));
       n->set_args(std::move(args));
+      d.fire("substitute-args");
       ++substituted;
     }
     for (ir::Value* out : n->outputs())
       if (out->meta() && out->meta()->is_symbolic()) {
         out->set_meta(concrete(out->meta(), hints, "the shape of %" + out->name()));
+        d.fire("substitute-shape");
         ++substituted;
       }
   }
@@ -109,9 +116,11 @@ check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOption
     ir::Node* prev = n->prev();
     bool scalar_only = n->num_outputs() > 0;
     for (const ir::Value* out : n->outputs()) scalar_only = scalar_only && out->type() != ir::ValueType::Tensor;
-    if (scalar_only && !n->has_users() && !exec::is_mutating(*n) && !exec::has_side_effects(*n) &&
-        !exec::is_random(*n)) {
+    // Widened: a scalar node is erased even with readers left (the erase then fails).
+    if (scalar_only && (!n->has_users() || d.widened("erase-scalar-plumbing")) && !exec::is_mutating(*n) &&
+        !exec::has_side_effects(*n) && !exec::is_random(*n)) {
       graph.erase(n);
+      d.fire("erase-scalar-plumbing");
       ++erased;
     }
     n = prev;
@@ -122,7 +131,7 @@ check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOption
 
   // Nothing may mention a symbol any more: arguments, value metadata, graph inputs.
   auto leftover = [&](const std::set<std::string>& symbols, const std::string& where) {
-    if (symbols.empty()) return;
+    if (!d.refuse("leftover-symbol", !symbols.empty())) return;
     std::string names;
     for (const std::string& s : symbols) names += (names.empty() ? "" : ", ") + s;
     throw ConcretizeError("symbol " + names + " left in " + where + " after concretization");
@@ -145,6 +154,19 @@ check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOption
   result.stats["validated_guards"] = guards;
   result.stats["substituted"] = substituted;
   result.stats["erased_scalar_nodes"] = erased;
+}
+
+}  // namespace
+
+check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOptions& options,
+                                       const ConcretizeBehaviour& behaviour) {
+  check::PassResult result;
+  check::Decisions d(result, options);
+  try {
+    concretize(graph, behaviour, result, d);
+  } catch (const ConcretizeError& e) {
+    throw RefusedInput(e.what(), result);
+  }
   return result;
 }
 
@@ -162,12 +184,42 @@ void register_chunk_passes(check::PassRegistry& registry) {
                   "add parameter-gradient partials right after their reduction (may change numerics)", "true",
                   {"true", "false"}},
                  {"symbol", "the chunk symbol (default: the graph's only symbol)", "", {}}},
-                NumericsEffect::Changes, false},
+                NumericsEffect::Changes,
+                false,
+                {{"split-live-in", "a live-in carrying the symbol in one dimension is split in two halves"},
+                 {"clone-non-contiguous-half", "a half that is not contiguous is cloned"},
+                 {"duplicate-body", "a body node becomes chunk 0 in place and chunk 1 right after it"},
+                 {"chain-mutation", "chunk 1's in-place update of shared state reads chunk 0's result"},
+                 {"materialize-cat", "a live-out carrying the chunk dimension is materialized by cat"},
+                 {"materialize-add", "a live-out without it is the add of two partials, with a partial-sum claim"},
+                 {"early-accumulation", "parameter-gradient partials are added right after their reduction"}},
+                {{"seq-through-attention", "seq chunking of a region with attention is an error"},
+                 {"forward-reads-backward", "a forward body node reading a backward value is an error"},
+                 {"multi-dim-live-in", "a live-in carrying the symbol in several dimensions is an error"},
+                 {"static-input-split", "a parameter or buffer carrying the symbol is never split: an error"},
+                 {"odd-live-in", "a live-in of odd size in the chunk dimension at the hint is an error"},
+                 {"scalar-body-output", "a body node producing a symbolic scalar is an error"},
+                 {"baked-reshape-size", "a reshape with a constant size in a dimension carrying the symbol is an error"},
+                 {"second-random-op", "a second random op in one region is an error"},
+                 {"unsupported-in-place", "a body node writing its inputs other than self in place is an error"},
+                 {"state-updated-twice", "a region updating one state in place twice is an error"},
+                 {"read-after-update", "a body node reading a state after its in-place update is an error"},
+                 {"live-out-without-meta", "a live-out that is not a tensor with metadata is an error"},
+                 {"multi-dim-live-out", "a live-out carrying the symbol in several dimensions is an error"},
+                 {"not-a-partial-sum", "a live-out without the chunk dimension that is not a sum is an error"}}},
                chunk_pass);
   registry.add({"concretize",
                 "Substitute every symbol's hint after validating the recorded guards; no symbol may remain",
                 {},
-                NumericsEffect::Preserves, true},
+                NumericsEffect::Preserves,
+                true,
+                {{"validate-guard", "a recorded claim is evaluated at the hints"},
+                 {"substitute-input-meta", "a graph input's symbolic metadata takes the hints"},
+                 {"substitute-args", "a node's symbolic arguments take the hints"},
+                 {"substitute-shape", "a node output's symbolic metadata takes the hints"},
+                 {"erase-scalar-plumbing", "a scalar-only node left without readers is erased"}},
+                {{"false-guard", "a claim false at the hints is an error"},
+                 {"leftover-symbol", "a symbol left anywhere after substitution is an error"}}},
                concretize_pass);
 }
 

@@ -3,6 +3,7 @@
 
 #include "passes/ac/ac_passes.h"
 #include "suites/mutants/cleanup_mutants.h"
+#include "suites/mutants/decision_mutants_ac.h"
 
 namespace passcheck::mutants {
 
@@ -39,6 +40,7 @@ void register_ac_mutants(check::PassRegistry& registry) {
   add(m[1], fresh_rng);
   add(m[2], keeps_original);
   add(m[3], twice);
+  register_ac_decision_mutants(registry);
 }
 
 const check::PassRegistry& registry_with_mutants() {

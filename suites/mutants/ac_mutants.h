@@ -20,10 +20,12 @@ struct MutantInfo {
 
 /// The AC mutants (bugs 1, 2, 3): registered by register_ac_mutants.
 const std::vector<MutantInfo>& ac_mutants();
-/// Adds every AC mutant pass to `registry`.
+/// Adds every AC mutant pass to `registry`, the decision mutants of the AC passes
+/// included (decision_mutants_ac.h).
 void register_ac_mutants(check::PassRegistry& registry);
 /// The chunking mutants (bugs 9, 10): registered by register_chunk_mutants.
 const std::vector<MutantInfo>& chunk_mutants();
+/// Adds every chunking mutant to `registry`, the chunk passes' decision mutants included.
 void register_chunk_mutants(check::PassRegistry& registry);
 
 /// The built-in passes plus every mutant, built once per process.

@@ -3,6 +3,7 @@
 #include "suites/mutants/ac_mutants.h"
 
 #include "passes/chunk/chunk_passes.h"
+#include "suites/mutants/decision_mutants_ac.h"
 
 namespace passcheck::mutants {
 
@@ -44,6 +45,7 @@ void register_chunk_mutants(check::PassRegistry& registry) {
   add(m[1], concretize_with(accepts));
   add(m[2], chunk_with(adds));
   add(m[3], chunk_with(unchained));
+  register_chunk_decision_mutants(registry);
 }
 
 }  // namespace passcheck::mutants

@@ -1,0 +1,171 @@
+// The AC and chunk decision-coverage campaign (see ac_chunk_coverage.h). Counting is a
+// wrapper around each counted pass in a copy of the registry, so the pipelines run
+// unchanged and a pass that refuses still reports the decisions it made before.
+#include "generators/ac_chunk_coverage.h"
+
+#include "framework/check/pipeline.h"
+#include "generators/program.h"
+#include "generators/program_case.h"
+#include "passes/refused_input.h"
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+
+namespace passcheck::gen {
+
+namespace {
+
+// Every policy and mode of the AC family; remat without rng=replay meets random ops
+// tagged recomputable (its refusal), with it replays them.
+const std::vector<std::string> kAcPipelines = {
+    "ac-regions,sac-tag{policy=default},remat{rng=replay}",
+    "ac-regions,sac-tag{policy=eager},remat{rng=replay}",
+    "ac-regions,sac-tag{policy=full},remat{rng=replay}",
+    "ac-regions,sac-tag{policy=op},remat{rng=replay}",
+    "ac-regions,sac-tag{policy=default},remat",
+    "ac-regions,apply-ac{mode=full},remat{rng=replay}",
+    "ac-regions,apply-ac{mode=selective,option=2},remat{rng=replay}",
+    "ac-regions,apply-ac{mode=selective,option=op},remat{rng=replay}",
+};
+
+uint64_t case_seed(uint64_t seed, int index, uint64_t stream) {
+  uint64_t x = seed * 0x100000001b3ULL + static_cast<uint64_t>(index) * 2 + stream + 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+struct Counter {
+  AcChunkCoverage* coverage;
+  bool refused = false;  // the last run ended in a RefusedInput
+  void add(const std::string& pass, const check::PassResult& r) {
+    for (const auto& [name, n] : r.rules_fired) coverage->rules[pass][name] += n;
+    for (const auto& [name, n] : r.guards_refused) coverage->guards[pass][name] += n;
+  }
+};
+
+check::PassRegistry counting_registry(const check::PassRegistry& registry, const std::shared_ptr<Counter>& counter) {
+  const std::vector<std::string>& counted = ac_chunk_passes();
+  check::PassRegistry wrapped;
+  for (const check::RegisteredPass* pass : registry.list()) {
+    const std::string name = pass->info.name;
+    if (std::find(counted.begin(), counted.end(), name) == counted.end()) {
+      wrapped.add(pass->info, pass->run);
+      continue;
+    }
+    wrapped.add(pass->info, [run = pass->run, name, counter](ir::Graph& g, const check::PassOptions& o) {
+      try {
+        check::PassResult r = run(g, o);
+        counter->add(name, r);
+        return r;
+      } catch (const passes::RefusedInput& e) {
+        counter->add(name, e.partial());
+        counter->refused = true;
+        throw;
+      }
+    });
+  }
+  return wrapped;
+}
+
+void run_pipeline(const check::Pipeline& pipeline, ir::Graph& graph, Counter& counter, const std::string& what) {
+  ++counter.coverage->cases;
+  counter.refused = false;
+  try {
+    pipeline.run(graph);
+  } catch (const std::exception& e) {
+    const std::string message = what + ", " + pipeline.str() + ": " + e.what();
+    if (counter.refused) {
+      ++counter.coverage->refusals;
+      counter.coverage->refusal_messages.push_back(message);
+    } else {
+      counter.coverage->problems.push_back(message);
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& ac_chunk_passes() {
+  static const std::vector<std::string> passes = {"ac-regions", "sac-tag", "apply-ac", "remat", "chunk", "concretize"};
+  return passes;
+}
+
+std::vector<std::string> AcChunkCoverage::unreached() const {
+  std::vector<std::string> out;
+  for (const auto& [pass, counts] : rules)
+    for (const auto& [name, n] : counts)
+      if (n == 0) out.push_back(pass + " rule " + name);
+  for (const auto& [pass, counts] : guards)
+    for (const auto& [name, n] : counts)
+      if (n == 0) out.push_back(pass + " guard " + name);
+  return out;
+}
+
+std::string AcChunkCoverage::table() const {
+  std::ostringstream os;
+  for (const std::string& pass : ac_chunk_passes()) {
+    if (auto it = rules.find(pass); it != rules.end())
+      for (const auto& [name, n] : it->second) os << pass << " rule " << name << " " << n << "\n";
+    if (auto it = guards.find(pass); it != guards.end())
+      for (const auto& [name, n] : it->second) os << pass << " guard " << name << " " << n << "\n";
+  }
+  return os.str();
+}
+
+AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcChunkCoverageOptions& options) {
+  AcChunkCoverage coverage;
+  for (const std::string& name : ac_chunk_passes()) {
+    const check::PassInfo& info = registry.get(name).info;
+    for (const check::DecisionInfo& r : info.rules) coverage.rules[name][r.name] = 0;
+    for (const check::DecisionInfo& g : info.guards) coverage.guards[name][g.name] = 0;
+  }
+  auto counter = std::make_shared<Counter>();
+  counter->coverage = &coverage;
+  const check::PassRegistry counting = counting_registry(registry, counter);
+
+  for (int i = 0; i < options.program_cases; ++i) {
+    const uint64_t seed = case_seed(options.seed, i, 0);
+    GeneratedCase c = generate_case(seed, ac_coverage_options());
+    const std::string what = "generate_case(" + std::to_string(seed) + ")";
+    for (const std::string& pipeline : kAcPipelines) {
+      std::unique_ptr<ir::Graph> g = c.graph->clone();
+      run_pipeline(check::Pipeline::parse(pipeline, counting), *g, *counter, what);
+    }
+    // Tags from elsewhere, unsafe ones included: remat's own guards.
+    for (uint64_t t = 0; t < 3; ++t) {
+      std::unique_ptr<ir::Graph> tagged = c.graph->clone();
+      tag_randomly(*tagged, seed + t);
+      run_pipeline(check::Pipeline::parse("ac-regions,remat{rng=replay}", counting), *tagged, *counter,
+                   what + " tagged at random (" + std::to_string(seed + t) + ")");
+    }
+  }
+
+  for (int i = 0; i < options.chunk_cases; ++i) {
+    const uint64_t seed = case_seed(options.seed, i, 1);
+    ChunkCase c = generate_chunk_case(seed, chunk_coverage_options());
+    const std::string what = "generate_chunk_case(" + std::to_string(seed) + ")";
+    std::shared_ptr<ir::Graph> graph;
+    try {
+      graph = trace_chunk_case(c);
+    } catch (const std::exception& e) {
+      coverage.problems.push_back(what + ": symbolic trace failed: " + e.what());
+      continue;
+    }
+    // Both ways of materializing parameter gradients: added at the end, or early.
+    for (const char* early : {"false", "true"}) {
+      const std::map<std::string, std::string> chunk_options = {
+          {"mode", c.config.mode}, {"modules", c.config.modules}, {"early-accumulation", early}};
+      const check::Pipeline pipeline({{"chunk", chunk_options}, {"concretize", {}}}, counting);
+      std::unique_ptr<ir::Graph> g = graph->clone();
+      run_pipeline(pipeline, *g, *counter, what);
+    }
+    // The AC passes on a symbolic graph: its size nodes produce symbolic integers.
+    std::unique_ptr<ir::Graph> ac = graph->clone();
+    run_pipeline(check::Pipeline::parse(kAcPipelines[0], counting), *ac, *counter, what);
+  }
+  return coverage;
+}
+
+}  // namespace passcheck::gen
