@@ -49,21 +49,21 @@ struct PassInfo {
            NumericsEffect numerics = NumericsEffect::Preserves, bool idempotent = true)
       : name(std::move(name)), summary(std::move(summary)), options(std::move(options)), numerics(numerics),
         idempotent(idempotent) {}
-  /// The full declaration, in member order.
-  PassInfo(std::string name, std::string summary, std::vector<PassOptionInfo> options, std::vector<DecisionInfo> rules,
-           std::vector<DecisionInfo> guards, NumericsEffect numerics, bool idempotent)
-      : name(std::move(name)), summary(std::move(summary)), options(std::move(options)), rules(std::move(rules)),
-        guards(std::move(guards)), numerics(numerics), idempotent(idempotent) {}
+  /// The full declaration: the form above, then the decision points.
+  PassInfo(std::string name, std::string summary, std::vector<PassOptionInfo> options, NumericsEffect numerics,
+           bool idempotent, std::vector<DecisionInfo> rules, std::vector<DecisionInfo> guards)
+      : name(std::move(name)), summary(std::move(summary)), options(std::move(options)), numerics(numerics),
+        idempotent(idempotent), rules(std::move(rules)), guards(std::move(guards)) {}
 
   std::string name;     ///< kebab-case registry name, e.g. "remove-detach"
   std::string summary;  ///< one line
   std::vector<PassOptionInfo> options;
-  /// Every rule the pass can fire and every guard that can refuse, by name.
-  std::vector<DecisionInfo> rules;
-  std::vector<DecisionInfo> guards;
   NumericsEffect numerics = NumericsEffect::Preserves;
   /// Running the pass a second time leaves the graph unchanged.
   bool idempotent = true;
+  /// Every rule the pass can fire and every guard that can refuse, by name.
+  std::vector<DecisionInfo> rules;
+  std::vector<DecisionInfo> guards;
 
   bool declares_rule(const std::string& rule) const;
   bool declares_guard(const std::string& guard) const;
