@@ -91,6 +91,22 @@ TEST(Fuzz, UnknownPassIsABadInput) {
   EXPECT_NE(r.output.find("no-such-pass"), std::string::npos) << r.output;
 }
 
+// --situations draws the cleanup situations; the campaign's coverage table shows the
+// cleanup guards those cases exist for, and a mutant with one guard removed is found.
+TEST(Fuzz, SituationsReachTheCleanupGuardsAndFindAGuardMutant) {
+  std::string dir = testing::make_temp_dir();
+  auto r = run_command(cli("fuzz --situations --pipeline dce,cse --cases 12 --seed 3 --out " + dir));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("guard random +(\\d+)"))) << r.output;
+  EXPECT_GT(std::stoll(m[1]), 0) << r.output;
+  auto mutant = run_command(cli("fuzz --situations --mutants --pass mutant-cse-no-random --baseline-pass cse --cases 40 "
+                                "--seed 3 --max-failures 1 --no-minimize --out " + testing::make_temp_dir()));
+  EXPECT_NE(mutant.output.find("first failure at case"), std::string::npos) << mutant.output;
+  auto both = run_command(cli("fuzz --situations --models --pipeline dce --cases 1 --out " + dir));
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+}
+
 TEST(Repro, ExitCodes) {
   std::string dir = testing::make_temp_dir();
   testing::write_text(dir + "/bad.repro", "#! passcheck-repro 1\n#! pipeline: dce\n#! seed: x\n");
