@@ -5,7 +5,16 @@
 // change the op, the input role or the position of the offending node.
 #include "generators/decision_situations.h"
 
+#include "framework/check/compare.h"
+#include "framework/check/pipeline.h"
+#include "framework/check/repro.h"
+#include "framework/check/verifier.h"
+#include "framework/exec/executor.h"
+#include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
+#include "passes/refused_input.h"
+
+#include <ATen/Context.h>
 
 #include <functional>
 #include <random>
@@ -28,6 +37,7 @@ struct Draw {
 struct Motif {
   std::string decision, pipeline, variant;
   bool refusal = true;
+  bool executable = true;
   std::string header;  // symbol lines
   std::vector<std::string> inputs, lines, outputs;
 
@@ -291,6 +301,7 @@ Motif sac_tag_motif(Draw& d, const std::string& decision, bool collective) {
   m.lines = {"%a : " + x + " = aten::mm(%x, %w)" + ac_meta("forward", layer),
              "%h : " + x + " = aten::relu(%a)" + ac_meta("forward", layer)};
   if (collective) {
+    m.executable = false;
     const std::string c = d.one_of<std::string>({"passcheck::all_reduce(%h, \"sum\")",
                                                  "passcheck::all_reduce(%h, \"max\")"});
     const std::string wait = "passcheck::wait_tensor(%c)";
@@ -357,9 +368,89 @@ DecisionSituation generate_decision_situation(uint64_t seed, size_t motif) {
   c.text = m.text();
   c.pipeline = m.pipeline;
   c.refusal_expected = m.refusal;
+  c.executable = m.executable;
+  c.input_seed = seed;
   c.description = c.motif + " (" + m.variant + ")";
   c.graph = std::shared_ptr<ir::Graph>(ir::parse_graph(c.text, "decision-situation-" + std::to_string(seed)).release());
   return c;
+}
+
+namespace {
+
+// Substitutes every symbol by its hint with the real concretize pass.
+void concretize(ir::Graph& graph) {
+  if (graph.symbols().empty() && graph.claims().empty()) return;
+  const check::RegisteredPass& pass = check::PassRegistry::global().get("concretize");
+  pass.run(graph, check::PassOptions(pass.info, {}));
+}
+
+std::vector<c10::IValue> run(const ir::Graph& graph, const std::vector<c10::IValue>& inputs) {
+  exec::ExecutorOptions options;
+  options.check_metadata = true;
+  at::manual_seed(0);
+  return exec::Executor(graph, options).run(inputs);
+}
+
+// The outputs of `result` against those of `input`, bit for bit; empty when equal or
+// when the input graph itself cannot run.
+std::vector<std::string> same_outputs(const ir::Graph& input, const ir::Graph& result, uint64_t seed) {
+  std::unique_ptr<ir::Graph> reference = input.clone();
+  std::vector<c10::IValue> inputs, expected;
+  try {
+    concretize(*reference);
+    exec::InputOptions in;
+    in.seed = seed;
+    inputs = exec::make_inputs(*reference, in);
+    expected = run(*reference, inputs);
+  } catch (const std::exception&) {
+    return {};  // not a program: nothing to compare with
+  }
+  std::unique_ptr<ir::Graph> candidate = result.clone();
+  std::vector<c10::IValue> actual;
+  try {
+    concretize(*candidate);
+    actual = run(*candidate, inputs);
+  } catch (const std::exception& e) {
+    return {std::string("the rewritten graph does not run where the input does: ") + e.what()};
+  }
+  if (actual.size() != expected.size())
+    return {"the rewritten graph returns " + std::to_string(actual.size()) + " values, the input " +
+            std::to_string(expected.size())};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (!expected[i].isTensor() || !actual[i].isTensor()) {
+      if (expected[i].isTensor() != actual[i].isTensor() || !(expected[i] == actual[i]))
+        return {"output " + std::to_string(i) + " differs from the input graph's"};
+      continue;
+    }
+    const check::TensorComparison cmp =
+        check::compare_bitwise("output " + std::to_string(i), expected[i].toTensor(), actual[i].toTensor());
+    if (!cmp.equal) return {"output " + std::to_string(i) + " differs from the input graph's: " + cmp.describe()};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> decision_situation_violations(const DecisionSituation& situation,
+                                                       const std::string& pipeline,
+                                                       const check::PassRegistry& registry) {
+  std::unique_ptr<ir::Graph> g = situation.graph->clone();
+  for (const check::PassInvocation& p : check::parse_pipeline(pipeline, registry)) {
+    const check::RegisteredPass& pass = registry.get(p.name);
+    try {
+      pass.run(*g, check::PassOptions(pass.info, p.options));
+      check::verify_or_throw(*g, "after " + p.name);
+    } catch (const passes::RefusedInput& e) {
+      if (situation.refusal_expected) return {};
+      return {p.name + " refused a situation the real passes accept: " + e.what()};
+    } catch (const std::exception& e) {
+      return {p.name + " failed with an error that is not a clear refusal: " + e.what()};
+    }
+  }
+  if (!situation.executable) return {};
+  const bool symbolic = !situation.graph->symbols().empty();
+  if (!symbolic) return check::check_case(*situation.graph, pipeline, situation.input_seed, 2, registry).violations;
+  return same_outputs(*situation.graph, *g, situation.input_seed);
 }
 
 DecisionSituation generate_decision_situation(uint64_t seed) {

@@ -11,6 +11,7 @@
 // the campaigns only run the passes on them.
 #pragma once
 
+#include "framework/check/pass.h"
 #include "framework/ir/graph.h"
 
 #include <cstdint>
@@ -27,6 +28,10 @@ struct DecisionSituation {
   std::shared_ptr<ir::Graph> graph;
   std::string pipeline;  ///< pipeline text to run the graph through
   bool refusal_expected = false;  ///< the real pipeline refuses it with passes::RefusedInput
+  /// The graph runs on the executor (after concretize when symbolic); false for
+  /// collectives, which need more than one process.
+  bool executable = true;
+  uint64_t input_seed = 0;        ///< exec::make_inputs seed
   std::string description;        ///< motif and variant
 };
 
@@ -37,5 +42,16 @@ const std::vector<std::string>& decision_motifs();
 DecisionSituation generate_decision_situation(uint64_t seed, size_t motif);
 /// The case for `seed` (deterministic), its motif drawn from the seed.
 DecisionSituation generate_decision_situation(uint64_t seed);
+
+/// The property every situation holds for the passes of `pipeline` in `registry` (the
+/// real passes, or a mutant standing for one): the passes run one by one, the verifier
+/// after each. A refusal (passes::RefusedInput) holds where the situation expects one and
+/// is a violation elsewhere; any other error, a verifier failure, or a result whose
+/// outputs differ bit for bit from the input graph's (both concretized by the real
+/// concretize pass when symbolic; concrete graphs go through check::check_case, the
+/// generic pass and remat properties) is a violation. Empty: the property holds.
+std::vector<std::string> decision_situation_violations(const DecisionSituation& situation,
+                                                       const std::string& pipeline,
+                                                       const check::PassRegistry& registry);
 
 }  // namespace passcheck::gen

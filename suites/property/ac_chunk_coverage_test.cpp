@@ -5,6 +5,7 @@
 // the reason no input graph can reach it (kept honest: the test fails when a listed gap
 // is reached after all).
 #include "generators/ac_chunk_coverage.h"
+#include "generators/decision_situations.h"
 
 #include "framework/check/chunk_properties.h"
 #include "framework/check/pipeline.h"
@@ -82,6 +83,44 @@ TEST(AcChunkCoverage, EarlyAccumulationKeepsTheChunkInvariants) {
       ADD_FAILURE() << "generate_chunk_case(" << seed << ") " << c.config.str() << "\n" << c.description << v;
   }
   EXPECT_GT(accumulated, 5);
+}
+
+// Every decision situation reaches the decision it is built for, with the outcome it
+// expects, and the real passes hold the situation property on it; the same seed gives
+// the same text.
+TEST(AcChunkCoverage, EveryDecisionSituationReachesItsDecisionAndHolds) {
+  const check::PassRegistry& registry = check::PassRegistry::global();
+  for (size_t motif = 0; motif < gen::decision_motifs().size(); ++motif) {
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      const gen::DecisionSituation c = gen::generate_decision_situation(seed * 31 + 7, motif);
+      EXPECT_EQ(c.text, gen::generate_decision_situation(seed * 31 + 7, motif).text);
+      const std::string what = c.description + ", " + c.pipeline + "\n" + c.text;
+      for (const std::string& v : gen::decision_situation_violations(c, c.pipeline, registry))
+        ADD_FAILURE() << what << v;
+      // The decision it names, counted by the passes themselves.
+      const std::string pass = c.decision.substr(0, c.decision.find(' '));
+      const bool guard = c.decision.find(" guard ") != std::string::npos;
+      const std::string name = c.decision.substr(c.decision.rfind(' ') + 1);
+      std::unique_ptr<ir::Graph> g = c.graph->clone();
+      int64_t reached = 0;
+      bool refused = false;
+      for (const check::PassInvocation& p : check::parse_pipeline(c.pipeline, registry)) {
+        const check::RegisteredPass& rp = registry.get(p.name);
+        check::PassResult r;
+        try {
+          r = rp.run(*g, check::PassOptions(rp.info, p.options));
+        } catch (const passes::RefusedInput& e) {
+          r = e.partial();
+          refused = true;
+        }
+        if (p.name == pass) reached += guard ? (r.guards_refused.count(name) ? r.guards_refused.at(name) : 0)
+                                             : (r.rules_fired.count(name) ? r.rules_fired.at(name) : 0);
+        if (refused) break;
+      }
+      EXPECT_GT(reached, 0) << c.decision << " not reached by " << what;
+      EXPECT_EQ(refused, c.refusal_expected) << what;
+    }
+  }
 }
 
 TEST(AcChunkCoverage, EveryDeclaredDecisionIsListed) {
