@@ -91,12 +91,14 @@ Motif chunk_motif(Draw& d, const std::string& guard, const std::function<void(Mo
 
 Motif multi_dim_live_in(Draw& d) {
   return chunk_motif(d, "multi-dim-live-in", [](Motif& m, ChunkFrame& f, Draw& d) {
-    const bool square = d.coin();
-    const std::string t = square ? "f32[sym(s0), sym(s0)]" : "f32[sym(s0), " + f.w() + ", sym(s0)]";
+    // x x: both factors carry the symbol in both dimensions; the row sums carry it once,
+    // so only the live-in has two chunked dimensions.
+    const std::string t = "f32[sym(s0), sym(s0)]";
     m.inputs = {"arg %x : " + t};
-    m.variant = square ? "square" : "three dims";
     const std::string op = d.one_of<std::string>({"aten::relu(%x)", "aten::neg(%x)", "aten::exp(%x)"});
-    m.lines = {"%y : " + t + " = " + op + f.forward};
+    m.variant = op + ", squared, row sums";
+    m.lines = {"%h : " + t + " = " + op + f.forward, "%m : " + t + " = aten::mm(%h, %h)" + f.forward,
+               "%y : f32[sym(s0)] = aten::sum.dim_IntList(%m, [1])" + f.forward};
     m.outputs = {"%y"};
   });
 }
@@ -165,10 +167,11 @@ Motif scalar_body_output(Draw& d) {
   return chunk_motif(d, "scalar-body-output", [](Motif& m, ChunkFrame& f, Draw& d) {
     m.inputs = {"arg %x : " + f.x()};
     const std::string op = d.one_of<std::string>({"aten::_local_scalar_dense", "aten::item"});
-    m.variant = op + " of a body sum";
+    m.variant = op + " of a body sum, scaling the body";
     m.lines = {"%y : " + f.x() + " = aten::relu(%x)" + f.forward, "%s : f32[] = aten::sum(%y)" + f.forward,
-               "%n : float = " + op + "(%s)" + f.forward};
-    m.outputs = {"%y", "%n"};
+               "%n : float = " + op + "(%s)" + f.forward,
+               "%z : " + f.x() + " = aten::mul.Scalar(%y, %n)" + f.forward};
+    m.outputs = {"%z"};
   });
 }
 
@@ -179,14 +182,21 @@ void counter_update(Motif& m, const ChunkFrame& f) {
              "%u : f32[" + f.w() + "] = aten::add_.Tensor(%count, %s, 1)" + f.forward};
 }
 
+// The buffer read back after the region (what a wrong update order changes).
+void read_back(Motif& m, const ChunkFrame& f) {
+  m.lines.push_back("%after : f32[" + f.w() + "] = aten::clone(%count)");
+  m.outputs.push_back("%after");
+}
+
 Motif state_updated_twice(Draw& d) {
   return chunk_motif(d, "state-updated-twice", [](Motif& m, ChunkFrame& f, Draw& d) {
     counter_update(m, f);
-    const std::string second = d.one_of<std::string>({"aten::add_.Tensor(%count, %s, 1)", "aten::mul_.Tensor(%count, %s)"});
+    const std::string second = d.one_of<std::string>({"aten::mul_.Tensor(%count, %s)", "aten::div_.Tensor(%count, %s)"});
     m.variant = "then " + second;
     m.lines.push_back("%u2 : f32[" + f.w() + "] = " + second + f.forward);
     m.lines.push_back("%y : " + f.x() + " = aten::relu(%x)" + f.forward);
     m.outputs = {"%y"};
+    read_back(m, f);
   });
 }
 
@@ -207,7 +217,8 @@ Motif unsupported_in_place(Draw& d) {
     m.variant = op;
     m.lines = {"%s : f32[" + f.w() + "] = aten::sum.dim_IntList(%x, [0])" + f.forward,
                "%u : f32[" + f.w() + "] = " + op + f.forward, "%y : " + f.x() + " = aten::relu(%x)" + f.forward};
-    m.outputs = {"%y", "%u"};
+    m.outputs = {"%y"};
+    read_back(m, f);
   });
 }
 
@@ -368,6 +379,12 @@ DecisionSituation generate_decision_situation(uint64_t seed, size_t motif) {
   c.text = m.text();
   c.pipeline = m.pipeline;
   c.refusal_expected = m.refusal;
+  if (m.refusal) {
+    const std::string pass = m.decision.substr(0, m.decision.find(' '));
+    const std::vector<check::PassInvocation> passes = check::parse_pipeline(c.pipeline, check::PassRegistry::global());
+    for (size_t i = 0; i < passes.size(); ++i)
+      if (passes[i].name == pass) c.refusing_step = i;
+  }
   c.executable = m.executable;
   c.input_seed = seed;
   c.description = c.motif + " (" + m.variant + ")";
@@ -435,14 +452,20 @@ std::vector<std::string> decision_situation_violations(const DecisionSituation& 
                                                        const std::string& pipeline,
                                                        const check::PassRegistry& registry) {
   std::unique_ptr<ir::Graph> g = situation.graph->clone();
-  for (const check::PassInvocation& p : check::parse_pipeline(pipeline, registry)) {
+  const std::vector<check::PassInvocation> passes = check::parse_pipeline(pipeline, registry);
+  for (size_t step = 0; step < passes.size(); ++step) {
+    const check::PassInvocation& p = passes[step];
     const check::RegisteredPass& pass = registry.get(p.name);
     try {
       pass.run(*g, check::PassOptions(pass.info, p.options));
       check::verify_or_throw(*g, "after " + p.name);
     } catch (const passes::RefusedInput& e) {
-      if (situation.refusal_expected) return {};
-      return {p.name + " refused a situation the real passes accept: " + e.what()};
+      if (situation.refusal_expected && step == situation.refusing_step) return {};
+      // A refusal that moves to a later pass (concretize finding a claim false) means the
+      // earlier pass let through what it must refuse.
+      return {p.name + " refused a situation the real passes " +
+              (situation.refusal_expected ? "refuse at step " + std::to_string(situation.refusing_step) : "accept") +
+              ": " + e.what()};
     } catch (const std::exception& e) {
       return {p.name + " failed with an error that is not a clear refusal: " + e.what()};
     }
