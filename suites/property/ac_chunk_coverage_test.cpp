@@ -1,10 +1,11 @@
 // Decision coverage of the AC and chunk passes: the fixed-seed campaign of
 // generators/ac_chunk_coverage.h must reach every declared rule and guard of ac-regions,
 // sac-tag, apply-ac, remat, chunk and concretize (traced programs, plus the IR-level
-// decision situations for what tracing cannot produce), except the two listed below with
-// the reason no input graph can reach it (kept honest: the test fails when a listed gap
+// decision situations for what tracing cannot produce), except the two gen::known_decision_gaps() lists with
+// the reason no input graph can reach them (kept honest: the test fails when a listed gap
 // is reached after all).
 #include "generators/ac_chunk_coverage.h"
+#include "generators/coverage_campaign.h"
 #include "generators/decision_situations.h"
 
 #include "framework/check/chunk_properties.h"
@@ -21,22 +22,7 @@
 namespace passcheck {
 namespace {
 
-// "pass kind name" -> why generated programs cannot reach it.
-const std::map<std::string, std::string>& known_gaps() {
-  static const std::map<std::string, std::string> gaps = {
-      {"sac-tag rule copy-wait-tag",
-       "no operator named wait_tensor is registered in LibTorch 1.13 (the functional collectives came later) nor "
-       "by passcheck, so exec::op_properties treats every wait_tensor as unknown, conservatively writing its "
-       "inputs, and sac-tag's must-stay-in-forward guard, checked first, saves it (the decision situations' "
-       "wait-after-collective motif reaches that guard)"},
-      {"concretize guard leftover-symbol",
-       "an assertion over concretize's own work: the loops before it substitute every sym(...) it inspects (input "
-       "metadata, arguments down nested lists, output metadata) with the same traversal and fail with a clear "
-       "error on a symbol without a hint, so no input graph leaves one; only a broken substitution (mutant-concretize-stale-input-symbols "
-       "in suites/mutants/chunk_mutants.cpp) reaches it"},
-  };
-  return gaps;
-}
+const std::map<std::string, std::string>& known_gaps() { return gen::known_decision_gaps(); }
 
 TEST(AcChunkCoverage, EveryDeclaredDecisionIsReachedForTheFixedSeed) {
   const gen::AcChunkCoverage c = gen::ac_chunk_coverage(check::PassRegistry::global());
