@@ -4,6 +4,7 @@
 #include "generators/ac_chunk_coverage.h"
 
 #include "framework/check/pipeline.h"
+#include "generators/decision_situations.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
 #include "passes/refused_input.h"
@@ -164,6 +165,22 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
     // The AC passes on a symbolic graph: its size nodes produce symbolic integers.
     std::unique_ptr<ir::Graph> ac = graph->clone();
     run_pipeline(check::Pipeline::parse(kAcPipelines[0], counting), *ac, *counter, what);
+  }
+
+  // What traced programs cannot produce: each motif in turn, so every one is drawn.
+  for (int i = 0; i < options.situation_cases; ++i) {
+    const uint64_t seed = case_seed(options.seed, i, 2);
+    const DecisionSituation c = generate_decision_situation(seed, static_cast<size_t>(i) % decision_motifs().size());
+    const std::string what = "generate_decision_situation(" + std::to_string(seed) + ") " + c.description;
+    std::unique_ptr<ir::Graph> g = c.graph->clone();
+    const size_t problems = coverage.problems.size();
+    const int64_t refusals = coverage.refusals;
+    run_pipeline(check::Pipeline::parse(c.pipeline, counting), *g, *counter, what);
+    if (coverage.problems.size() != problems) continue;
+    const bool refused = coverage.refusals != refusals;
+    if (refused != c.refusal_expected)
+      coverage.problems.push_back(what + ", " + c.pipeline + ": " +
+                                  (refused ? "refused, expected to pass" : "passed, expected a clear refusal"));
   }
   return coverage;
 }

@@ -1,7 +1,8 @@
 // The decision-coverage campaign of the activation-checkpointing passes (ac-regions,
 // sac-tag, apply-ac, remat) and the chunking passes (chunk, concretize): a fixed-seed
 // set of generated cases (generators/program.h with ProgramGenOptions::
-// decision_coverage) run through pipelines that exercise every policy and mode, with
+// decision_coverage) and of IR-level decision situations (generators/
+// decision_situations.h, for what traced programs cannot produce) run through pipelines that exercise every policy and mode, with
 // each rule firing and guard refusal of these passes summed per pass and decision. A
 // pass that refuses a case with passes::RefusedInput counts the guard that refused (an
 // expected outcome, not a problem). No graph is executed: only the passes run.
@@ -23,6 +24,8 @@ struct AcChunkCoverageOptions {
   uint64_t seed = 1;
   int program_cases = 32;  ///< AC cases: generate_case with ac_coverage_options()
   int chunk_cases = 48;    ///< chunk cases: generate_chunk_case with chunk_coverage_options()
+  /// Decision situations (generators/decision_situations.h), motif i % motifs for case i.
+  int situation_cases = 48;
 };
 
 struct AcChunkCoverage {

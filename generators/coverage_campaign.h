@@ -37,11 +37,24 @@ using CaseRunner = std::function<std::vector<std::string>(uint64_t case_seed, co
 ///    chunk pass then the concretize pass ("chunk,concretize");
 ///  - "random-ir": arbitrary_graph (structurally valid, not executable IR, e.g. with
 ///    collectives); only the pipeline runs, and since such graphs are not programs a
-///    pass may rightly refuse them: they reach decisions, they report no violations.
+///    pass may rightly refuse them: they reach decisions, they report no violations;
+///  - "ac-programs": generate_case with ac_coverage_options(), generic pass properties
+///    (with the remat properties, check::check_case);
+///  - "ac-programs-tagged-at-random": the same programs with tag_randomly tags; only the
+///    pipeline runs (tags from elsewhere may be unsafe: remat's guards, no promises);
+///  - "chunk-coverage-programs": generate_chunk_case with chunk_coverage_options(),
+///    run_chunk_case, pipeline "chunk,concretize" as for "chunk-programs";
+///  - "decision-situations": generate_decision_situation, each with its own pipeline
+///    (the entry's is empty), decision_situation_violations.
 const std::map<std::string, CaseRunner>& campaign_sources();
 
 /// The seed of case `index` of a campaign line seeded `seed`.
 uint64_t case_seed(uint64_t seed, int64_t index);
+
+/// "pass rule|guard name" -> why no input graph can reach it: the declared decisions
+/// the default campaign (and the AC/chunk campaign) is not expected to reach. Shared by
+/// the coverage tests, which fail when a listed gap is reached after all.
+const std::map<std::string, std::string>& known_decision_gaps();
 
 /// The default campaign (see the file comment).
 const std::vector<CampaignEntry>& default_coverage_campaign();
@@ -53,7 +66,8 @@ struct CampaignResult {
   std::vector<std::string> violations;
 };
 
-/// Runs every entry with `registry` (through a counting copy) and sums the decisions.
+/// Runs every entry with `registry` (through a counting copy) and sums the decisions,
+/// those a pass reported before refusing its input included.
 CampaignResult run_campaign(const std::vector<CampaignEntry>& entries, const check::PassRegistry& registry);
 
 }  // namespace passcheck::gen

@@ -1,7 +1,7 @@
 // The AC and chunk decision mutants (see decision_mutants_ac.h). The exclusions are the
-// faults that cannot change any result the suites observe, each with its argument, and
-// the decisions no traced program reaches (suites/property/ac_chunk_coverage_test.cpp
-// lists the same gaps).
+// faults that cannot change any result the suites observe, each with its argument
+// (the decisions traced programs do not reach are reached by the decision situations,
+// generators/decision_situations.h, and their mutants are registered).
 #include "suites/mutants/decision_mutants_ac.h"
 
 #include "passes/ac/ac_passes.h"
@@ -17,7 +17,6 @@ namespace {
 const char* const kSavingMore =
     "saving more is always correct: no property promises how much is recomputed, only that what is tagged "
     "recomputable is not held into the backward";
-const char* const kUnreached = "no generated program reaches it (a known coverage gap)";
 
 // "<pass> <guard|rule> <name>" -> why no mutant is registered.
 const std::map<std::string, std::string>& exclusions() {
@@ -27,13 +26,15 @@ const std::map<std::string, std::string>& exclusions() {
       {"sac-tag rule policy-must-save", "widened it could only save more; " + std::string(kSavingMore)},
       {"sac-tag rule policy-must-recompute",
        "widened it turns PREFER_RECOMPUTE into MUST_RECOMPUTE, which remat treats alike"},
-      {"sac-tag rule copy-wait-tag", kUnreached},
+      {"sac-tag rule copy-wait-tag",
+       "the rule has no widening site (it applies to every wait_tensor whose producer is a node), and no "
+       "wait_tensor reaches it in this build: with no such operator registered, must-stay-in-forward saves it "
+       "first (suites/property/ac_chunk_coverage_test.cpp, known gaps)"},
       {"sac-tag rule save-layer-boundary", std::string("widened it saves more; ") + kSavingMore},
       {"sac-tag rule save-in-place-write", std::string("widened it saves more; ") + kSavingMore},
       {"sac-tag guard forced-save",
        "force_save is the user's preference, not a correctness condition: recomputing the node gives the same "
        "numbers"},
-      {"sac-tag guard symbolic-int", kUnreached},
       {"apply-ac rule checkpoint-layer",
        "widened it checkpoints the layers the interval skips: recomputing more is correct"},
       {"apply-ac rule per-op-policy", "it already decides every forward node of every layer: nothing lies beyond"},
@@ -41,7 +42,6 @@ const std::map<std::string, std::string>& exclusions() {
       {"apply-ac rule save-in-place-write", std::string("widened it saves more; ") + kSavingMore},
       {"remat rule replay-rng",
        "widened, deterministic duplicates also replay a generator state they do not read: same numbers"},
-      {"remat guard disjoint-backward-regions", kUnreached},
       {"remat guard must-stay-in-forward",
        "in generated programs every node it refuses is an in-place write reaching a graph input, which "
        "writes-saved-storage refuses too; the nodes only it refuses (side effects without writes, such as "
@@ -56,24 +56,23 @@ const std::map<std::string, std::string>& exclusions() {
       {"chunk rule duplicate-body",
        "widened it duplicates region nodes that read no chunked value (parameter preparation): both copies "
        "compute the same thing, and in generated programs such nodes have no side effects"},
-      {"chunk guard seq-through-attention", kUnreached},
-      {"chunk guard forward-reads-backward", kUnreached},
-      {"chunk guard static-input-split", kUnreached},
-      {"chunk guard baked-reshape-size", kUnreached},
-      {"chunk guard live-out-without-meta", kUnreached},
+      {"chunk guard static-input-split",
+       "disabled, a parameter or buffer carrying the symbol is split like an argument: its halves meet the "
+       "matching halves of the other live-ins, so the numbers are those of the unsplit graph; what the guard "
+       "protects is the runtime's contract that module state keeps its storage whole, which no executed "
+       "property observes (the decision situations reach it: static-input-split)"},
+      {"sac-tag guard symbolic-int",
+       "disabled, a scalar read off a tensor gets the policy's tag and may be recomputed in the backward from the "
+       "same saved or recomputed tensor: the same scalar, no tensor bytes held; the guard keeps symbolic sizes "
+       "saved for a partitioner, which no executed property observes (the decision situations reach it: "
+       "symbolic-int)"},
       {"concretize rule validate-guard", "every recorded claim is evaluated already: nothing lies beyond"},
       {"concretize rule substitute-input-meta", "every symbolic input is substituted already"},
       {"concretize rule substitute-args", "every symbolic argument is substituted already"},
       {"concretize rule substitute-shape", "every symbolic shape is substituted already"},
-      {"concretize guard leftover-symbol", kUnreached},
-      {"chunk guard scalar-body-output", kUnreached},
-      {"chunk guard state-updated-twice", kUnreached},
-      {"chunk guard read-after-update", kUnreached},
-      {"chunk guard unsupported-in-place", kUnreached},
-      {"chunk guard multi-dim-live-in", kUnreached},
-      {"chunk guard multi-dim-live-out", kUnreached},
-      {"chunk guard not-a-partial-sum", kUnreached},
-      {"concretize rule erase-scalar-plumbing", "widened it erases scalar nodes with readers; but " + std::string(kUnreached)},
+      {"concretize guard leftover-symbol",
+       "disabled, concretize would keep a graph with a symbol left; but its own loops substitute every symbol "
+       "it inspects, so with the real substitution the guard never holds and disabling it changes nothing"},
   };
   return e;
 }

@@ -2,8 +2,8 @@
 // sac-tag, apply-ac, remat, chunk and concretize a variant with that guard disabled
 // ("mutant-<pass>-no-<guard>"), and for every declared rule one with the rule widened
 // ("mutant-<pass>-widened-<rule>"), built from the real pass with
-// check::InjectedFaults. A fault no result can reveal, or one no generated program can
-// reach, is listed as excluded with the reason instead of being registered.
+// check::InjectedFaults. A fault no result can reveal is listed as excluded with the
+// reason instead of being registered.
 #pragma once
 
 #include "framework/check/pass.h"

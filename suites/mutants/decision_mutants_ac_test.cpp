@@ -1,7 +1,9 @@
 // Every registered decision mutant of the AC and chunk passes (a guard disabled, a rule
 // widened: decision_mutants_ac.h) is caught by the generic properties on generated
 // programs within a bounded, fixed-seed campaign: check_case (pass properties plus the
-// remat properties) for the AC passes, run_chunk_case (claims proved, chunk invariants,
+// remat properties) for the AC passes, the situation property on the IR-level decision
+// situations (gen::decision_situation_violations: a clear refusal where the real passes
+// refuse; else the gate and the input graph's numbers), run_chunk_case (claims proved, chunk invariants,
 // no symbol left, graph chunking bitwise equal to eager chunking) for the chunk passes.
 // A case counts only when the real pipeline holds on it or refuses it with a clear
 // error, and the mutant does not refuse it. Each test prints the cases to the first
@@ -10,6 +12,7 @@
 #include "framework/check/pipeline.h"
 #include "framework/exec/inputs.h"
 #include "framework/check/repro.h"
+#include "generators/decision_situations.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
 #include "passes/refused_input.h"
@@ -180,13 +183,61 @@ Caught catch_chunk_mutant(const DecisionMutant& m) {
   return c;
 }
 
+// `pipeline` with every invocation of `real` renamed `mutant` (options kept).
+std::string with_pass(const std::string& pipeline, const std::string& real, const std::string& mutant) {
+  std::string out;
+  size_t start = 0;
+  int depth = 0;
+  for (size_t i = 0; i <= pipeline.size(); ++i) {
+    if (i < pipeline.size() && pipeline[i] == '{') ++depth;
+    if (i < pipeline.size() && pipeline[i] == '}') --depth;
+    if (i < pipeline.size() && (pipeline[i] != ',' || depth > 0)) continue;
+    const std::string item = pipeline.substr(start, i - start);
+    const size_t brace = item.find('{');
+    const std::string name = item.substr(0, brace);
+    out += (out.empty() ? "" : ",") + (name == real ? mutant + (brace == std::string::npos ? "" : item.substr(brace)) : item);
+    start = i + 1;
+  }
+  return out;
+}
+
+constexpr uint64_t kSituationSeeds = 6;
+
+// The decision situations whose pipeline runs the mutated pass: caught when the real
+// passes hold the situation property and the mutant's violates it.
+Caught catch_on_situations(const DecisionMutant& m) {
+  const check::PassRegistry& registry = registry_with_mutants();
+  Caught c;
+  for (size_t motif = 0; motif < gen::decision_motifs().size(); ++motif) {
+    for (uint64_t s = 0; s < kSituationSeeds; ++s) {
+      const gen::DecisionSituation sit = gen::generate_decision_situation(case_seed(static_cast<int>(s)), motif);
+      const std::string mutant = with_pass(sit.pipeline, m.replaces, m.pass);
+      if (mutant == sit.pipeline) break;  // the motif does not run this pass
+      ++c.runs;
+      if (!gen::decision_situation_violations(sit, sit.pipeline, registry).empty()) continue;
+      const std::vector<std::string> v = gen::decision_situation_violations(sit, mutant, registry);
+      if (v.empty()) continue;
+      c.case_index = static_cast<int>(motif * kSituationSeeds + s);
+      c.what = "generate_decision_situation(" + std::to_string(case_seed(static_cast<int>(s))) + ", " +
+               std::to_string(motif) + ") " + sit.description + ", " + mutant + ": " + v.front();
+      return c;
+    }
+  }
+  return c;
+}
+
 class DecisionMutantAc : public ::testing::TestWithParam<DecisionMutant> {};
 
 TEST_P(DecisionMutantAc, IsCaughtOnGeneratedPrograms) {
   const DecisionMutant& m = GetParam();
   ASSERT_TRUE(registry_with_mutants().contains(m.pass)) << m.pass;
   const bool chunk_family = m.replaces == "chunk" || m.replaces == "concretize";
-  const Caught c = chunk_family ? catch_chunk_mutant(m) : catch_ac_mutant(m);
+  Caught c = catch_on_situations(m);
+  if (c.case_index < 0) {
+    const int situation_runs = c.runs;
+    c = chunk_family ? catch_chunk_mutant(m) : catch_ac_mutant(m);
+    c.runs += situation_runs;
+  }
   ASSERT_GE(c.case_index, 0) << m.pass << " survived " << c.runs << " generated runs";
   std::cout << m.pass << ": first failure at case " << c.case_index << " (" << c.runs << " runs): "
             << c.what.substr(0, 400) << std::endl;

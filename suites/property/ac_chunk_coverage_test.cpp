@@ -1,9 +1,12 @@
 // Decision coverage of the AC and chunk passes: the fixed-seed campaign of
 // generators/ac_chunk_coverage.h must reach every declared rule and guard of ac-regions,
-// sac-tag, apply-ac, remat, chunk and concretize, except the few listed below with the
-// reason no traced program can reach them (each one a known gap of the generator, kept
-// honest: the test fails when a listed gap is reached after all).
+// sac-tag, apply-ac, remat, chunk and concretize (traced programs, plus the IR-level
+// decision situations for what tracing cannot produce), except the two gen::known_decision_gaps() lists with
+// the reason no input graph can reach them (kept honest: the test fails when a listed gap
+// is reached after all).
 #include "generators/ac_chunk_coverage.h"
+#include "generators/coverage_campaign.h"
+#include "generators/decision_situations.h"
 
 #include "framework/check/chunk_properties.h"
 #include "framework/check/pipeline.h"
@@ -19,43 +22,7 @@
 namespace passcheck {
 namespace {
 
-// "pass kind name" -> why generated programs cannot reach it.
-const std::map<std::string, std::string>& known_gaps() {
-  static const std::map<std::string, std::string> gaps = {
-      {"sac-tag rule copy-wait-tag",
-       "traced single-process programs have no collectives, so no wait_tensor (random graphs have them but do "
-       "not execute)"},
-      {"remat guard disjoint-backward-regions",
-       "the tracer records everything run during the gradient computation as backward, so a traced backward is "
-       "one run of backward nodes"},
-      {"chunk guard seq-through-attention", "programs have no sequence dimension: chunk cases are batch-chunked"},
-      {"chunk guard forward-reads-backward", "a traced forward never reads a backward value"},
-      {"chunk guard static-input-split", "parameters and buffers never carry the batch symbol"},
-      {"chunk guard baked-reshape-size",
-       "differential symbolization turns a size that follows the batch into a symbolic argument"},
-      {"chunk guard live-out-without-meta", "every traced tensor carries metadata"},
-      {"concretize guard leftover-symbol", "an assertion: the real passes leave no symbol"},
-      {"sac-tag guard symbolic-int",
-       "differential symbolization keeps sizes in arguments: no traced node produces a symbolic integer"},
-      {"chunk guard scalar-body-output",
-       "differential symbolization keeps sizes in arguments: no body node produces a symbolic scalar"},
-      {"chunk guard state-updated-twice",
-       "the tracer threads an in-place update's result: a second update of a buffer writes the first update's output, a body value, never the state itself"},
-      {"chunk guard read-after-update",
-       "the tracer threads an in-place update's result: a later read of the buffer reads the update's output, never the state itself"},
-      {"chunk guard unsupported-in-place",
-       "generated programs write in place only with self in-place ops (add_, mul_, bernoulli_, div_)"},
-      {"chunk guard multi-dim-live-in",
-       "no generated operation gives a value the batch in two dimensions"},
-      {"chunk guard multi-dim-live-out",
-       "no generated operation gives a value the batch in two dimensions"},
-      {"chunk guard not-a-partial-sum",
-       "every live-out without the batch dimension in generated programs is a parameter gradient, a sum over the batch"},
-      {"concretize rule erase-scalar-plumbing",
-       "differential symbolization leaves no scalar nodes for concretize to erase"},
-  };
-  return gaps;
-}
+const std::map<std::string, std::string>& known_gaps() { return gen::known_decision_gaps(); }
 
 TEST(AcChunkCoverage, EveryDeclaredDecisionIsReachedForTheFixedSeed) {
   const gen::AcChunkCoverage c = gen::ac_chunk_coverage(check::PassRegistry::global());
@@ -104,8 +71,46 @@ TEST(AcChunkCoverage, EarlyAccumulationKeepsTheChunkInvariants) {
   EXPECT_GT(accumulated, 5);
 }
 
+// Every decision situation reaches the decision it is built for, with the outcome it
+// expects, and the real passes hold the situation property on it; the same seed gives
+// the same text.
+TEST(AcChunkCoverage, EveryDecisionSituationReachesItsDecisionAndHolds) {
+  const check::PassRegistry& registry = check::PassRegistry::global();
+  for (size_t motif = 0; motif < gen::decision_motifs().size(); ++motif) {
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      const gen::DecisionSituation c = gen::generate_decision_situation(seed * 31 + 7, motif);
+      EXPECT_EQ(c.text, gen::generate_decision_situation(seed * 31 + 7, motif).text);
+      const std::string what = c.description + ", " + c.pipeline + "\n" + c.text;
+      for (const std::string& v : gen::decision_situation_violations(c, c.pipeline, registry))
+        ADD_FAILURE() << what << v;
+      // The decision it names, counted by the passes themselves.
+      const std::string pass = c.decision.substr(0, c.decision.find(' '));
+      const bool guard = c.decision.find(" guard ") != std::string::npos;
+      const std::string name = c.decision.substr(c.decision.rfind(' ') + 1);
+      std::unique_ptr<ir::Graph> g = c.graph->clone();
+      int64_t reached = 0;
+      bool refused = false;
+      for (const check::PassInvocation& p : check::parse_pipeline(c.pipeline, registry)) {
+        const check::RegisteredPass& rp = registry.get(p.name);
+        check::PassResult r;
+        try {
+          r = rp.run(*g, check::PassOptions(rp.info, p.options));
+        } catch (const passes::RefusedInput& e) {
+          r = e.partial();
+          refused = true;
+        }
+        if (p.name == pass) reached += guard ? (r.guards_refused.count(name) ? r.guards_refused.at(name) : 0)
+                                             : (r.rules_fired.count(name) ? r.rules_fired.at(name) : 0);
+        if (refused) break;
+      }
+      EXPECT_GT(reached, 0) << c.decision << " not reached by " << what;
+      EXPECT_EQ(refused, c.refusal_expected) << what;
+    }
+  }
+}
+
 TEST(AcChunkCoverage, EveryDeclaredDecisionIsListed) {
-  const gen::AcChunkCoverage c = gen::ac_chunk_coverage(check::PassRegistry::global(), {1, 0, 0});
+  const gen::AcChunkCoverage c = gen::ac_chunk_coverage(check::PassRegistry::global(), {1, 0, 0, 0});
   for (const std::string& pass : gen::ac_chunk_passes()) {
     const check::PassInfo& info = check::PassRegistry::global().get(pass).info;
     EXPECT_FALSE(info.rules.empty()) << pass;

@@ -1,7 +1,9 @@
 // The default coverage campaign (generators/coverage_campaign.h) reaches every rule and
 // every guard of every registered pass that declares any, and the real passes hold the
 // generic properties on all its cases. An unreached decision is a gap in the
-// generators: the message names it and the table shows what was reached.
+// generators: the message names it and the table shows what was reached. The few
+// decisions no input graph can reach are listed, with the argument, in
+// gen::known_decision_gaps().
 #include "generators/coverage_campaign.h"
 
 #include <gtest/gtest.h>
@@ -17,7 +19,14 @@ TEST(CoverageCampaign, ReachesEveryDeclaredRuleAndGuard) {
   std::set<std::string> passes = check::passes_with_decisions(registry);
   std::cout << "default coverage campaign: " << result.cases << " cases\n" << result.coverage.table(registry, passes);
   std::string unreached;
-  for (const std::string& u : result.coverage.unreached(registry, passes)) unreached += "\n  " + u;
+  std::set<std::string> unreached_gaps;
+  for (const std::string& u : result.coverage.unreached(registry, passes)) {
+    const std::string key = u.substr(0, u.find(':'));  // "pass rule|guard name: never fired"
+    if (gen::known_decision_gaps().count(key)) unreached_gaps.insert(key);
+    else unreached += "\n  " + u;
+  }
+  for (const auto& [gap, why] : gen::known_decision_gaps())
+    EXPECT_TRUE(unreached_gaps.count(gap)) << gap << " is reached now: remove it from gen::known_decision_gaps()";
   EXPECT_TRUE(unreached.empty()) << "declared decisions no generated case reaches (a gap in the generators):"
                                  << unreached;
   std::string violations;
