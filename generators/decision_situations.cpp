@@ -210,6 +210,47 @@ Motif read_after_update(Draw& d) {
   });
 }
 
+// The region reads the buffer, then updates it (found by the coverage campaign: per-chunk
+// execution gives chunk 1 the updated buffer).
+Motif read_before_update(Draw& d) {
+  return chunk_motif(d, "read-before-update", [](Motif& m, ChunkFrame& f, Draw& d) {
+    m.inputs = {"buffer %count : f32[" + f.w() + "]", "arg %x : " + f.x()};
+    const std::string op = d.one_of<std::string>({"aten::mul.Tensor(%x, %count)", "aten::add.Tensor(%x, %count, 1)"});
+    m.variant = op + " then the update";
+    m.lines = {"%y : " + f.x() + " = " + op + f.forward,
+               "%s : f32[" + f.w() + "] = aten::sum.dim_IntList(%x, [0])" + f.forward,
+               "%u : f32[" + f.w() + "] = aten::add_.Tensor(%count, %s, 1)" + f.forward};
+    m.outputs = {"%y"};
+    read_back(m, f);
+  });
+}
+
+// An update that reads no chunked value: eager chunking runs it once per chunk.
+Motif update_runs_once(Draw& d) {
+  return chunk_motif(d, "update-runs-once", [](Motif& m, ChunkFrame& f, Draw& d) {
+    m.inputs = {"buffer %count : f32[" + f.w() + "]", "arg %x : " + f.x()};
+    const std::string op = d.one_of<std::string>({"aten::mul_.Scalar(%count, 0.5)", "aten::add_.Scalar(%count, 1.0, 1)"});
+    m.variant = op;
+    m.lines = {"%u : f32[" + f.w() + "] = " + op + f.forward, "%y : " + f.x() + " = aten::relu(%x)" + f.forward};
+    m.outputs = {"%y"};
+    read_back(m, f);
+  });
+}
+
+// Two random draws in one region: interleaved bodies would draw c0, c1, c0, c1.
+Motif second_random_op(Draw& d) {
+  return chunk_motif(d, "second-random-op", [](Motif& m, ChunkFrame& f, Draw& d) {
+    m.inputs = {"arg %x : " + f.x()};
+    const std::string second = d.one_of<std::string>({"aten::rand_like(%x)", "aten::randn_like(%x)"});
+    m.variant = "rand_like then " + second;
+    m.lines = {"%r1 : " + f.x() + " = aten::rand_like(%x)" + f.forward,
+               "%r2 : " + f.x() + " = " + second + f.forward,
+               "%a : " + f.x() + " = aten::add.Tensor(%r1, %r2, 1)" + f.forward,
+               "%y : " + f.x() + " = aten::mul.Tensor(%x, %a)" + f.forward};
+    m.outputs = {"%y"};
+  });
+}
+
 Motif unsupported_in_place(Draw& d) {
   return chunk_motif(d, "unsupported-in-place", [](Motif& m, ChunkFrame& f, Draw& d) {
     m.inputs = {"buffer %count : f32[" + f.w() + "]", "arg %x : " + f.x()};
@@ -345,6 +386,9 @@ const std::vector<std::pair<std::string, MotifFn>>& motifs() {
       {"scalar-body-output", scalar_body_output},
       {"state-updated-twice", state_updated_twice},
       {"read-after-update", read_after_update},
+      {"read-before-update", read_before_update},
+      {"update-runs-once", update_runs_once},
+      {"second-random-op", second_random_op},
       {"unsupported-in-place", unsupported_in_place},
       {"not-a-partial-sum", not_a_partial_sum},
       {"seq-through-attention", seq_through_attention},

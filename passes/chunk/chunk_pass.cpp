@@ -353,9 +353,19 @@ class ChunkRewriter {
     std::unordered_map<const ir::Value*, ir::Node*> chunk1_of;  // body output -> chunk 1 producer
     std::unordered_map<const ir::Value*, ir::Value*> chunk1_value;
     std::unordered_map<const ir::Value*, ir::Node*> mutation_of_state;  // shared state -> its writer
+    std::unordered_map<const ir::Value*, ir::Node*> first_reader;       // shared value -> first body reader
+    std::unordered_map<const ir::Value*, const ir::Value*> state_of_alias;  // in-place result -> its state
     random_node_ = nullptr;
 
     for (ir::Node* n : region.nodes) {
+      // Reads of shared values, for read-before-update; a node's read of the value it
+      // writes in place is part of its update, not a read before it.
+      const auto writes = exec::is_mutating(*n) ? exec::written_values(*n) : std::nullopt;
+      for (ir::Value* v : n->operands()) {
+        if (per_chunk.count(v) || (writes && std::count(writes->begin(), writes->end(), v))) continue;
+        auto alias = state_of_alias.find(v);
+        first_reader.emplace(alias == state_of_alias.end() ? v : alias->second, n);
+      }
       // Direction check and live-in classification.
       bool reads_chunked = false;
       std::vector<std::pair<ir::Value*, size_t>> to_split;
@@ -381,6 +391,42 @@ class ChunkRewriter {
         to_split.emplace_back(v, dims[0]);
         reads_chunked = true;
       }
+      // Shared state written in place by the body: one update per chunk, chained. Checked
+      // before deciding whether the node is duplicated: eager chunking runs every update of
+      // the region once per chunk, so an update must be a chunked body node.
+      ir::Value* state = nullptr;
+      if (exec::is_mutating(*n)) {
+        auto written = exec::written_values(*n);
+        const bool self_in_place = written && written->size() == 1 && !n->op_base().empty() &&
+                                   n->op_base().back() == '_' && n->arg(0).is_value() &&
+                                   n->arg(0).value == (*written)[0];
+        if (d_.refuse("unsupported-in-place", !self_in_place))
+          throw ChunkError("body node " + describe(*n) + " of region " + region.root +
+                           " writes its inputs in a form the chunk pass does not support (only self in-place ops)");
+        if (self_in_place && !per_chunk.count((*written)[0])) {
+          state = (*written)[0];
+          // An in-place result aliases the state it wrote: `s.mul_(a).add_(b)` updates s twice.
+          auto alias = state_of_alias.find(state);
+          const ir::Value* root = alias == state_of_alias.end() ? state : alias->second;
+          if (d_.refuse("state-updated-twice", mutation_of_state.count(root) > 0))
+            throw ChunkError("region " + region.root + " updates %" + root->name() + " more than once (" +
+                             describe(*mutation_of_state[root]) + " and " + describe(*n) +
+                             "); interleaved chunk bodies support one in-place update per state");
+          // Per-chunk execution lets chunk 1 read what chunk 0 wrote; interleaved bodies
+          // read the state before either update (duplicated or not, a reader runs first).
+          auto reader = first_reader.find(root);
+          if (d_.refuse("read-before-update", reader != first_reader.end() && reader->second != n))
+            throw ChunkError("body node " + describe(*reader->second) + " of region " + region.root + " reads %" +
+                             root->name() + " before " + describe(*n) + " updates it in place; per-chunk execution "
+                             "would give chunk 1 the updated value, interleaved chunks would not");
+          if (d_.refuse("update-runs-once", !reads_chunked && !mentions_symbol(*n)))
+            throw ChunkError("body node " + describe(*n) + " of region " + region.root + " updates %" +
+                             root->name() + " in place without reading chunked values: eager chunking runs it "
+                             "once per chunk, the chunked graph would run it once");
+          mutation_of_state[root] = n;
+          for (ir::Value* out : n->outputs()) state_of_alias[out] = root;
+        }
+      }
       // Widened: region nodes that only prepare parameters are chunked too.
       if (!reads_chunked && !mentions_symbol(*n) && !d_.widened("duplicate-body")) continue;
       for (auto& [v, dim] : to_split)
@@ -401,30 +447,14 @@ class ChunkRewriter {
         random_node_ = n;
       }
 
-      // Shared state written in place by the body: one update per chunk, chained.
-      ir::Value* state = nullptr;
-      if (exec::is_mutating(*n)) {
-        auto written = exec::written_values(*n);
-        const bool self_in_place = written && written->size() == 1 && !n->op_base().empty() &&
-                                   n->op_base().back() == '_' && n->arg(0).is_value() &&
-                                   n->arg(0).value == (*written)[0];
-        if (d_.refuse("unsupported-in-place", !self_in_place))
-          throw ChunkError("body node " + describe(*n) + " of region " + region.root +
-                           " writes its inputs in a form the chunk pass does not support (only self in-place ops)");
-        if (self_in_place && !per_chunk.count((*written)[0])) {
-          state = (*written)[0];
-          if (d_.refuse("state-updated-twice", mutation_of_state.count(state) > 0))
-            throw ChunkError("region " + region.root + " updates %" + state->name() + " more than once (" +
-                             describe(*mutation_of_state[state]) + " and " + describe(*n) +
-                             "); interleaved chunk bodies support one in-place update per state");
-          mutation_of_state[state] = n;
-        }
-      }
-      for (ir::Value* v : n->operands())
-        if (d_.refuse("read-after-update", mutation_of_state.count(v) && mutation_of_state[v] != n))
+      for (ir::Value* v : n->operands()) {
+        auto alias = state_of_alias.find(v);
+        const ir::Value* root = alias == state_of_alias.end() ? v : alias->second;
+        if (d_.refuse("read-after-update", mutation_of_state.count(root) && mutation_of_state[root] != n))
           throw ChunkError("body node " + describe(*n) + " of region " + region.root + " reads %" + v->name() +
-                           " after " + describe(*mutation_of_state[v]) + " updated it in place; interleaved chunks "
-                           "would read the other chunk's update");
+                           " after " + describe(*mutation_of_state[root]) + " updated it in place; interleaved "
+                           "chunks would read the other chunk's update");
+      }
 
       for (ir::Value* out : n->outputs()) {
         if (out->meta()) original_meta_[out] = *out->meta();

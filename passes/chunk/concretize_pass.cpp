@@ -204,6 +204,12 @@ void register_chunk_passes(check::PassRegistry& registry) {
                  {"unsupported-in-place", "a body node writing its inputs other than self in place is an error"},
                  {"state-updated-twice", "a region updating one state in place twice is an error"},
                  {"read-after-update", "a body node reading a state after its in-place update is an error"},
+                 {"update-runs-once",
+                  "an in-place state update reading no chunked value (it would run once, eager chunking runs "
+                  "it per chunk) is an error"},
+                 {"read-before-update",
+                  "a body node reading a state the region later updates in place is an error (chunk 1 would miss "
+                  "chunk 0's update)"},
                  {"live-out-without-meta", "a live-out that is not a tensor with metadata is an error"},
                  {"multi-dim-live-out", "a live-out carrying the symbol in several dimensions is an error"},
                  {"not-a-partial-sum", "a live-out without the chunk dimension that is not a sum is an error"}}},

@@ -127,5 +127,20 @@ TEST(AcChunkCoverage, EveryDeclaredDecisionIsListed) {
   }());
 }
 
+// Regression (found by the coverage campaign's chunk programs): a region reads
+// `x + running_mean`, then updates running_mean in place. Per-chunk execution gives chunk 1
+// the updated buffer, interleaved chunks would read it before either update: the chunk
+// pass must refuse. (Its mutant is caught on the read-before-update decision situation,
+// DecisionMutantAc; here the update also reads no chunked value, so update-runs-once
+// refuses next.)
+TEST(AcChunkCoverage, ReadBeforeUpdateIsRefused) {
+  const gen::ChunkCase c = gen::generate_chunk_case(9556708487455889644ull, gen::chunk_coverage_options());
+  gen::ChunkCaseResult real = gen::run_chunk_case(c, check::PassRegistry::global());
+  std::string all = real.refusal;
+  for (const std::string& v : real.violations) all += v;
+  EXPECT_NE(all.find("before"), std::string::npos) << all;
+  EXPECT_NE(all.find("updates it in place"), std::string::npos) << all;
+}
+
 }  // namespace
 }  // namespace passcheck
