@@ -94,6 +94,17 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+// Runs a pass; a clear refusal (passes::RefusedInput) is noted in `refused` and rethrown.
+check::PassResult run_noting_refusal(const check::PassFunction& run, ir::Graph& g, const check::PassOptions& o,
+                                     std::string& refused) {
+  try {
+    return run(g, o);
+  } catch (const passes::RefusedInput& e) {
+    refused = e.what();
+    throw;
+  }
+}
+
 }  // namespace
 
 ChunkCase generate_chunk_case(uint64_t seed, const ProgramGenOptions& options) {
@@ -168,13 +179,7 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
       check::PassInfo info = chunk.info;
       info.name = "observed-" + chunk_pass;
       wrapped.add(info, [run = chunk.run, observed](ir::Graph& g, const check::PassOptions& o) {
-        check::PassResult r;
-        try {
-          r = run(g, o);
-        } catch (const passes::RefusedInput& e) {
-          observed->refused = e.what();
-          throw;
-        }
+        check::PassResult r = run_noting_refusal(run, g, o, observed->refused);
         observed->chunked = true;
         observed->invariants = check::check_chunk_invariants(g);
         return r;
@@ -184,13 +189,7 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
       info.name = "observed-" + concretize_pass;
       wrapped.add(info, [run = concretize.run, observed](ir::Graph& g, const check::PassOptions& o) {
         observed->proofs = sym::prove_all(g.claims(), g.symbols());
-        check::PassResult r;
-        try {
-          r = run(g, o);
-        } catch (const passes::RefusedInput& e) {
-          observed->refused = e.what();
-          throw;
-        }
+        check::PassResult r = run_noting_refusal(run, g, o, observed->refused);
         observed->concretized = true;
         observed->symbols = check::find_symbols(g);
         return r;

@@ -144,25 +144,16 @@ enum class CaseSource { Programs, Models, Situations };
 CaseGraph make_case(uint64_t case_seed, int64_t index, CaseSource source) {
   CaseGraph c;
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
-  if (source == CaseSource::Situations) {
-    gen::SituationCase g = gen::generate_cleanup_situation(case_seed);
+  // Both generators return a graph with its input seed, integer range and description.
+  auto adopt = [&](const auto& g, const std::string& generator) {
     c.graph = g.graph;
     c.input_seed = g.input_seed;
     c.int_high = g.int_high;
-    c.description = "generate_cleanup_situation(" + std::to_string(case_seed) + "): " + g.description;
+    c.description = generator + "(" + std::to_string(case_seed) + "): " + g.description;
     return c;
-  }
-#endif
-  bool use_models = source == CaseSource::Models;
-#ifdef PASSCHECK_HAVE_PROGRAM_GEN
-  if (!use_models) {
-    gen::GeneratedCase g = gen::generate_case(case_seed);
-    c.graph = g.graph;
-    c.input_seed = g.input_seed;
-    c.int_high = g.int_high;
-    c.description = "generate_case(" + std::to_string(case_seed) + "): " + g.description;
-    return c;
-  }
+  };
+  if (source == CaseSource::Situations) return adopt(gen::generate_cleanup_situation(case_seed), "generate_cleanup_situation");
+  if (source == CaseSource::Programs) return adopt(gen::generate_case(case_seed), "generate_case");
 #endif
   std::vector<std::string> names = models::available_subjects();
   const std::string& name = names[static_cast<size_t>(index) % names.size()];
