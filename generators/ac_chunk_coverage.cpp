@@ -3,11 +3,11 @@
 // unchanged and a pass that refuses still reports the decisions it made before.
 #include "generators/ac_chunk_coverage.h"
 
+#include "framework/check/coverage.h"
 #include "framework/check/pipeline.h"
 #include "generators/decision_situations.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
-#include "passes/refused_input.h"
 
 #include <algorithm>
 #include <memory>
@@ -37,51 +37,21 @@ uint64_t case_seed(uint64_t seed, int index, uint64_t stream) {
   return x ^ (x >> 31);
 }
 
-struct Counter {
-  AcChunkCoverage* coverage;
-  bool refused = false;  // the last run ended in a RefusedInput
-  void add(const std::string& pass, const check::PassResult& r) {
-    for (const auto& [name, n] : r.rules_fired) coverage->rules[pass][name] += n;
-    for (const auto& [name, n] : r.guards_refused) coverage->guards[pass][name] += n;
-  }
-};
-
-check::PassRegistry counting_registry(const check::PassRegistry& registry, const std::shared_ptr<Counter>& counter) {
-  const std::vector<std::string>& counted = ac_chunk_passes();
-  check::PassRegistry wrapped;
-  for (const check::RegisteredPass* pass : registry.list()) {
-    const std::string name = pass->info.name;
-    if (std::find(counted.begin(), counted.end(), name) == counted.end()) {
-      wrapped.add(pass->info, pass->run);
-      continue;
-    }
-    wrapped.add(pass->info, [run = pass->run, name, counter](ir::Graph& g, const check::PassOptions& o) {
-      try {
-        check::PassResult r = run(g, o);
-        counter->add(name, r);
-        return r;
-      } catch (const passes::RefusedInput& e) {
-        counter->add(name, e.partial());
-        counter->refused = true;
-        throw;
-      }
-    });
-  }
-  return wrapped;
-}
-
-void run_pipeline(const check::Pipeline& pipeline, ir::Graph& graph, Counter& counter, const std::string& what) {
-  ++counter.coverage->cases;
-  counter.refused = false;
+// Runs `pipeline` on `graph` with passes of a counting registry over `counted`: a
+// refusal (counted.refusals() grew) is an expected outcome, any other error a problem.
+void run_pipeline(const check::Pipeline& pipeline, ir::Graph& graph, const check::Coverage& counted,
+                  AcChunkCoverage& coverage, const std::string& what) {
+  ++coverage.cases;
+  const int64_t refusals_before = counted.refusals();
   try {
     pipeline.run(graph);
   } catch (const std::exception& e) {
     const std::string message = what + ", " + pipeline.str() + ": " + e.what();
-    if (counter.refused) {
-      ++counter.coverage->refusals;
-      counter.coverage->refusal_messages.push_back(message);
+    if (counted.refusals() > refusals_before) {
+      ++coverage.refusals;
+      coverage.refusal_messages.push_back(message);
     } else {
-      counter.coverage->problems.push_back(message);
+      coverage.problems.push_back(message);
     }
   }
 }
@@ -122,9 +92,8 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
     for (const check::DecisionInfo& r : info.rules) coverage.rules[name][r.name] = 0;
     for (const check::DecisionInfo& g : info.guards) coverage.guards[name][g.name] = 0;
   }
-  auto counter = std::make_shared<Counter>();
-  counter->coverage = &coverage;
-  const check::PassRegistry counting = counting_registry(registry, counter);
+  check::Coverage counted;
+  const check::PassRegistry counting = check::counting_registry(registry, &counted);
 
   for (int i = 0; i < options.program_cases; ++i) {
     const uint64_t seed = case_seed(options.seed, i, 0);
@@ -132,13 +101,13 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
     const std::string what = "generate_case(" + std::to_string(seed) + ")";
     for (const std::string& pipeline : kAcPipelines) {
       std::unique_ptr<ir::Graph> g = c.graph->clone();
-      run_pipeline(check::Pipeline::parse(pipeline, counting), *g, *counter, what);
+      run_pipeline(check::Pipeline::parse(pipeline, counting), *g, counted, coverage, what);
     }
     // Tags from elsewhere, unsafe ones included: remat's own guards.
     for (uint64_t t = 0; t < 3; ++t) {
       std::unique_ptr<ir::Graph> tagged = c.graph->clone();
       tag_randomly(*tagged, seed + t);
-      run_pipeline(check::Pipeline::parse("ac-regions,remat{rng=replay}", counting), *tagged, *counter,
+      run_pipeline(check::Pipeline::parse("ac-regions,remat{rng=replay}", counting), *tagged, counted, coverage,
                    what + " tagged at random (" + std::to_string(seed + t) + ")");
     }
   }
@@ -160,11 +129,11 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
           {"mode", c.config.mode}, {"modules", c.config.modules}, {"early-accumulation", early}};
       const check::Pipeline pipeline({{"chunk", chunk_options}, {"concretize", {}}}, counting);
       std::unique_ptr<ir::Graph> g = graph->clone();
-      run_pipeline(pipeline, *g, *counter, what);
+      run_pipeline(pipeline, *g, counted, coverage, what);
     }
     // The AC passes on a symbolic graph: its size nodes produce symbolic integers.
     std::unique_ptr<ir::Graph> ac = graph->clone();
-    run_pipeline(check::Pipeline::parse(kAcPipelines[0], counting), *ac, *counter, what);
+    run_pipeline(check::Pipeline::parse(kAcPipelines[0], counting), *ac, counted, coverage, what);
   }
 
   // What traced programs cannot produce: each motif in turn, so every one is drawn.
@@ -175,12 +144,20 @@ AcChunkCoverage ac_chunk_coverage(const check::PassRegistry& registry, const AcC
     std::unique_ptr<ir::Graph> g = c.graph->clone();
     const size_t problems = coverage.problems.size();
     const int64_t refusals = coverage.refusals;
-    run_pipeline(check::Pipeline::parse(c.pipeline, counting), *g, *counter, what);
+    run_pipeline(check::Pipeline::parse(c.pipeline, counting), *g, counted, coverage, what);
     if (coverage.problems.size() != problems) continue;
     const bool refused = coverage.refusals != refusals;
     if (refused != c.refusal_expected)
       coverage.problems.push_back(what + ", " + c.pipeline + ": " +
                                   (refused ? "refused, expected to pass" : "passed, expected a clear refusal"));
+  }
+  // The six passes' counts (declared ones were listed at zero above; an undeclared name
+  // a pass reported shows up too, and fails the coverage test).
+  for (const std::string& name : ac_chunk_passes()) {
+    if (auto it = counted.rule_counts().find(name); it != counted.rule_counts().end())
+      for (const auto& [rule, n] : it->second) coverage.rules[name][rule] += n;
+    if (auto it = counted.guard_counts().find(name); it != counted.guard_counts().end())
+      for (const auto& [guard, n] : it->second) coverage.guards[name][guard] += n;
   }
   return coverage;
 }

@@ -4,7 +4,7 @@
 // decision_coverage) and of IR-level decision situations (generators/
 // decision_situations.h, for what traced programs cannot produce) run through pipelines that exercise every policy and mode, with
 // each rule firing and guard refusal of these passes summed per pass and decision. A
-// pass that refuses a case with passes::RefusedInput counts the guard that refused (an
+// pass that refuses a case with check::RefusedInput counts the guard that refused (an
 // expected outcome, not a problem). No graph is executed: only the passes run.
 #pragma once
 

@@ -7,7 +7,6 @@
 #include "generators/program.h"
 #include "generators/program_case.h"
 #include "generators/random_graph.h"
-#include "passes/refused_input.h"
 
 namespace passcheck::gen {
 
@@ -18,7 +17,7 @@ std::vector<std::string> check_graph_case(const ir::Graph& graph, const std::str
   return check::check_case(graph, pipeline, input_seed, int_high, registry).violations;
 }
 
-// True when a pass of `pipeline` refuses `graph` with a clear error (passes::RefusedInput).
+// True when a pass of `pipeline` refuses `graph` with a clear error (check::RefusedInput).
 bool refuses(const ir::Graph& graph, const std::string& pipeline, const check::PassRegistry& registry) {
   std::unique_ptr<ir::Graph> g = graph.clone();
   try {
@@ -26,30 +25,12 @@ bool refuses(const ir::Graph& graph, const std::string& pipeline, const check::P
       const check::RegisteredPass& pass = registry.get(p.name);
       pass.run(*g, check::PassOptions(pass.info, p.options));
     }
-  } catch (const passes::RefusedInput&) {
+  } catch (const check::RefusedInput&) {
     return true;
   } catch (const std::exception&) {
     return false;  // the properties report it
   }
   return false;
-}
-
-// check::counting_registry, also counting what a pass decided before refusing its input.
-check::PassRegistry counting_with_refusals(const check::PassRegistry& registry, check::Coverage* coverage) {
-  check::PassRegistry out;
-  for (const check::RegisteredPass* p : registry.list()) {
-    out.add(p->info, [name = p->info.name, run = p->run, coverage](ir::Graph& graph, const check::PassOptions& options) {
-      try {
-        check::PassResult result = run(graph, options);
-        coverage->add(name, result);
-        return result;
-      } catch (const passes::RefusedInput& e) {
-        coverage->add(name, e.partial());
-        throw;
-      }
-    });
-  }
-  return out;
 }
 
 std::vector<std::string> run_random_ir(uint64_t seed, const std::string& pipeline, const check::PassRegistry& registry) {
@@ -192,7 +173,7 @@ const std::vector<CampaignEntry>& default_coverage_campaign() {
 
 CampaignResult run_campaign(const std::vector<CampaignEntry>& entries, const check::PassRegistry& registry) {
   CampaignResult result;
-  check::PassRegistry counting = counting_with_refusals(registry, &result.coverage);
+  check::PassRegistry counting = check::counting_registry(registry, &result.coverage);
   for (const CampaignEntry& entry : entries) {
     auto source = campaign_sources().find(entry.source);
     if (source == campaign_sources().end()) throw std::invalid_argument("unknown campaign source '" + entry.source + "'");

@@ -12,7 +12,6 @@
 #include "framework/exec/executor.h"
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
-#include "passes/refused_input.h"
 
 #include <ATen/Context.h>
 
@@ -503,7 +502,7 @@ std::vector<std::string> decision_situation_violations(const DecisionSituation& 
     try {
       pass.run(*g, check::PassOptions(pass.info, p.options));
       check::verify_or_throw(*g, "after " + p.name);
-    } catch (const passes::RefusedInput& e) {
+    } catch (const check::RefusedInput& e) {
       if (situation.refusal_expected && step == situation.refusing_step) return {};
       // A refusal that moves to a later pass (concretize finding a claim false) means the
       // earlier pass let through what it must refuse.

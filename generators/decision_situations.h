@@ -27,7 +27,7 @@ struct DecisionSituation {
   std::string text;      ///< the graph text, before parsing
   std::shared_ptr<ir::Graph> graph;
   std::string pipeline;  ///< pipeline text to run the graph through
-  bool refusal_expected = false;  ///< the real pipeline refuses it with passes::RefusedInput
+  bool refusal_expected = false;  ///< the real pipeline refuses it with check::RefusedInput
   size_t refusing_step = 0;       ///< which pass of the pipeline refuses (when expected)
   /// The graph runs on the executor (after concretize when symbolic); false for
   /// collectives, which need more than one process.
@@ -46,7 +46,7 @@ DecisionSituation generate_decision_situation(uint64_t seed);
 
 /// The property every situation holds for the passes of `pipeline` in `registry` (the
 /// real passes, or a mutant standing for one): the passes run one by one, the verifier
-/// after each. A refusal (passes::RefusedInput) holds where the situation expects one, by
+/// after each. A refusal (check::RefusedInput) holds where the situation expects one, by
 /// the same step of the pipeline, and is a violation elsewhere; any other error, a verifier failure, or a result whose
 /// outputs differ bit for bit from the input graph's (both concretized by the real
 /// concretize pass when symbolic; concrete graphs go through check::check_case, the

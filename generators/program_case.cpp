@@ -9,7 +9,6 @@
 #include "oracles/chunked_training.h"
 #include "oracles/symbolic_trace.h"
 #include "oracles/training_driver.h"
-#include "passes/refused_input.h"
 
 #include <chrono>
 #include <sstream>
@@ -94,12 +93,12 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-// Runs a pass; a clear refusal (passes::RefusedInput) is noted in `refused` and rethrown.
+// Runs a pass; a clear refusal (check::RefusedInput) is noted in `refused` and rethrown.
 check::PassResult run_noting_refusal(const check::PassFunction& run, ir::Graph& g, const check::PassOptions& o,
                                      std::string& refused) {
   try {
     return run(g, o);
-  } catch (const passes::RefusedInput& e) {
+  } catch (const check::RefusedInput& e) {
     refused = e.what();
     throw;
   }
@@ -168,7 +167,7 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
     // concretized one.
     struct Observed {
       bool chunked = false, concretized = false;
-      std::string refused;  // a passes::RefusedInput from either pass
+      std::string refused;  // a check::RefusedInput from either pass
       std::vector<std::string> invariants, symbols;
       sym::ProofReport proofs;  // proved here too, so a concretize that throws does not hide them
     };

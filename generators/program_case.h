@@ -73,7 +73,7 @@ struct ChunkConfig {
   int steps = 2;
   std::string optimizer = "sgd";       ///< oracles::OptimizerKind
   /// The program may be one the chunk passes refuse (drawn with decision_coverage): a
-  /// passes::RefusedInput from chunk or concretize is then the expected outcome, not a
+  /// check::RefusedInput from chunk or concretize is then the expected outcome, not a
   /// violation. Printed only when true.
   bool refusal_allowed = false;
   /// "mode=batch modules=layers.* early-accumulation=false steps=2 optimizer=sgd"

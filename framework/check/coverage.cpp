@@ -32,6 +32,7 @@ void Coverage::add(const std::string& pass, const PassResult& result) {
 void Coverage::merge(const Coverage& other) {
   for (const auto& [pass, counts] : other.rules_) add_counts(rules_[pass], counts);
   for (const auto& [pass, counts] : other.guards_) add_counts(guards_[pass], counts);
+  refusals_ += other.refusals_;
 }
 
 int64_t Coverage::rule(const std::string& pass, const std::string& rule) const { return count_of(rules_, pass, rule); }
@@ -144,15 +145,25 @@ std::set<std::string> passes_with_decisions(const PassRegistry& registry) {
   return out;
 }
 
+void Coverage::add_refusal(const std::string& pass, const RefusedInput& refusal) {
+  add(pass, refusal.partial());
+  ++refusals_;
+}
+
 PassRegistry counting_registry(const PassRegistry& registry, Coverage* coverage) {
   PassRegistry out;
   for (const RegisteredPass* p : registry.list()) {
     std::string name = p->info.name;
     PassFunction run = p->run;
     out.add(p->info, [name, run, coverage](ir::Graph& graph, const PassOptions& options) {
-      PassResult result = run(graph, options);
-      coverage->add(name, result);
-      return result;
+      try {
+        PassResult result = run(graph, options);
+        coverage->add(name, result);
+        return result;
+      } catch (const RefusedInput& refusal) {
+        coverage->add_refusal(name, refusal);
+        throw;
+      }
     });
   }
   return out;

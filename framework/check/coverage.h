@@ -24,9 +24,16 @@ class Coverage {
 
   int64_t rule(const std::string& pass, const std::string& rule) const;
   int64_t guard(const std::string& pass, const std::string& guard) const;
+  /// Every count: pass -> rule (guard) -> count.
+  const std::map<std::string, std::map<std::string, int64_t>>& rule_counts() const { return rules_; }
+  const std::map<std::string, std::map<std::string, int64_t>>& guard_counts() const { return guards_; }
   /// Passes with at least one counted decision.
   std::set<std::string> passes() const;
   bool empty() const { return rules_.empty() && guards_.empty(); }
+  /// Pipeline runs in which a pass refused its input (RefusedInput).
+  int64_t refusals() const { return refusals_; }
+  /// Adds a refusal: the decisions the pass made up to it, and one to refusals().
+  void add_refusal(const std::string& pass, const RefusedInput& refusal);
 
   /// "pass rule name: never fired" / "pass guard name: never refused" for every
   /// decision `passes` declare in `registry` that has a zero count, in registry order.
@@ -43,14 +50,16 @@ class Coverage {
  private:
   std::map<std::string, std::map<std::string, int64_t>> rules_;
   std::map<std::string, std::map<std::string, int64_t>> guards_;
+  int64_t refusals_ = 0;
 };
 
 /// The registered passes that declare at least one rule or guard.
 std::set<std::string> passes_with_decisions(const PassRegistry& registry);
 
 /// A copy of `registry` whose passes also add their decisions to `*coverage` (which
-/// must outlive the copy). Used where pipelines run out of sight (property checks,
-/// chunk cases) so their decisions are counted without changing the callers.
+/// must outlive the copy), those made before a refusal included. Used where pipelines run
+/// out of sight (property checks, chunk cases) so their decisions are counted without
+/// changing the callers.
 PassRegistry counting_registry(const PassRegistry& registry, Coverage* coverage);
 
 }  // namespace passcheck::check

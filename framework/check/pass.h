@@ -125,6 +125,20 @@ struct PassResult {
   static PassResult unchanged() { return {}; }
 };
 
+/// A pass refused its whole input with a clear error (an RNG op tagged recomputable, a
+/// live-in of odd size, a false guard at the hint): the message says what and where, and
+/// partial() holds the rules fired and guards refused up to the refusal, so coverage
+/// counts the guard that refused although no PassResult is returned.
+class RefusedInput : public std::runtime_error {
+ public:
+  RefusedInput(const std::string& message, PassResult partial)
+      : std::runtime_error(message), partial_(std::move(partial)) {}
+  const PassResult& partial() const { return partial_; }
+
+ private:
+  PassResult partial_;
+};
+
 /// A pass's view of its own decisions: counts them into its PassResult and applies the
 /// faults injected into this invocation (none outside the mutant library).
 class Decisions {

@@ -4,6 +4,7 @@
 #include "framework/check/compare.h"
 #include "framework/check/memory_estimate.h"
 #include "framework/check/pipeline.h"
+#include "framework/check/repro.h"
 #include "framework/cli/graph_tools.h"
 #include "framework/compat/torch_compat.h"
 #include "framework/exec/executor.h"
@@ -28,18 +29,6 @@ namespace passcheck::cli {
 
 namespace {
 
-// Runs a command body, turning every error into a message and exit code 2.
-int guarded(const char* command, const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const c10::Error& e) {
-    std::cerr << "passcheck " << command << ": error: " << compat::error_message(e) << "\n";
-  } catch (const std::exception& e) {
-    std::cerr << "passcheck " << command << ": error: " << e.what() << "\n";
-  }
-  return 2;
-}
-
 c10::Device parse_device(const std::string& text) {
   c10::Device device(text);
   if (device.is_cuda() && !at::hasCUDA()) throw std::invalid_argument("--device " + text + ": no CUDA device is available");
@@ -63,6 +52,22 @@ std::string summarize(const c10::IValue& v) {
 }
 
 }  // namespace
+
+int guarded(const char* command, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const check::PassFailure& failure) {
+    std::cerr << "passcheck " << command << ": " << failure.what() << "\n";
+    return 1;
+  } catch (const check::ReproError& e) {
+    std::cerr << "passcheck " << command << ": malformed repro file: " << e.what() << "\n";
+  } catch (const c10::Error& e) {
+    std::cerr << "passcheck " << command << ": error: " << compat::error_message(e) << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "passcheck " << command << ": error: " << e.what() << "\n";
+  }
+  return 2;
+}
 
 int run_trace(const TraceArgs& args) {
   return guarded("trace", [&] {

@@ -3,9 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace passcheck::cli {
+
+/// Runs a subcommand's body under the exit-code contract: a pass failing the gate
+/// (check::PassFailure) is a verification failure, 1; a malformed repro file and every
+/// other error are bad input, 2; each is printed as "passcheck <command>: ...".
+int guarded(const char* command, const std::function<int()>& body);
 
 struct TraceArgs {
   std::string model = "llama3";

@@ -54,19 +54,6 @@ namespace fs = std::filesystem;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-int guarded(const char* command, const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const check::ReproError& e) {
-    std::cerr << "passcheck " << command << ": malformed repro file: " << e.what() << "\n";
-  } catch (const c10::Error& e) {
-    std::cerr << "passcheck " << command << ": error: " << compat::error_message(e) << "\n";
-  } catch (const std::exception& e) {
-    std::cerr << "passcheck " << command << ": error: " << e.what() << "\n";
-  }
-  return 2;
-}
-
 bool env_test_passes() {
   const char* v = std::getenv("PASSCHECK_TEST_PASSES");
   return v && std::string(v) == "1";

@@ -19,21 +19,6 @@ namespace passcheck::cli {
 
 namespace {
 
-// Bad input of any kind is exit 2 with the message; a pass that breaks the gate is 1.
-int run_command_body(const char* command, const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const check::PassFailure& failure) {
-    std::cerr << "passcheck " << command << ": " << failure.what() << "\n";
-    return 1;
-  } catch (const c10::Error& e) {
-    std::cerr << "passcheck " << command << ": error: " << compat::error_message(e) << "\n";
-  } catch (const std::exception& e) {
-    std::cerr << "passcheck " << command << ": error: " << e.what() << "\n";
-  }
-  return 2;
-}
-
 std::string format_record(const check::PassRecord& r) {
   std::string line = r.pass + ": " + (r.changed ? "changed" : "unchanged") + ", nodes " +
                      std::to_string(r.nodes_before) + " -> " + std::to_string(r.nodes_after);
@@ -55,7 +40,7 @@ void optimize(ir::Graph& graph, const std::string& pipeline_text, bool mutants, 
 }  // namespace
 
 int run_opt(const OptArgs& args) {
-  return run_command_body("opt", [&] {
+  return guarded("opt", [&] {
     std::unique_ptr<ir::Graph> graph = load_graph_file(args.file);
     optimize(*graph, args.pipeline, args.mutants, std::cerr, "opt");
     const std::string text = graph->print();
@@ -71,7 +56,7 @@ int run_opt(const OptArgs& args) {
 }
 
 int run_equiv(const EquivArgs& args) {
-  return run_command_body("equiv", [&] {
+  return guarded("equiv", [&] {
     if (args.b.empty() == args.pipeline.empty())
       throw std::invalid_argument("give a second graph file B or --pipeline P (B is then A after the pipeline), not both");
     std::unique_ptr<ir::Graph> a = load_graph_file(args.a);

@@ -18,7 +18,6 @@
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 #include "passes/ac/ac_passes.h"
-#include "passes/refused_input.h"
 
 #include <map>
 #include <set>
@@ -103,7 +102,7 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
     if (!is_forward_recomputable(*n)) continue;
     any_recomputable = true;
     if (d.refuse("random-op-without-replay", exec::is_random(*n) && !replay_rng))
-      throw RefusedInput("remat: `" + ir::print_node(*n) +
+      throw check::RefusedInput("remat: `" + ir::print_node(*n) +
                                "` is a random op tagged recomputable; RNG ops cannot be recomputed in a "
                                "forward-loss-backward graph (move them out of the region, save them, or run remat "
                                "with rng=replay)",
@@ -136,7 +135,7 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
   if (d.refuse("disjoint-backward-regions", regions_needing.size() > 1)) {
     std::string firsts;
     for (const auto& r : regions_needing) firsts += "\n  region starting at `" + ir::print_node(*r.front()) + "`";
-    throw RefusedInput("remat: " + std::to_string(regions_needing.size()) +
+    throw check::RefusedInput("remat: " + std::to_string(regions_needing.size()) +
                            " disjoint backward regions need recomputation; expected one" + firsts,
                        result);
   }

@@ -17,7 +17,6 @@
 //    or, for values without it, add of the two partials when they provably are sums over
 //    the chunked extent (parameter gradients, token reductions).
 #include "passes/chunk/chunk_passes.h"
-#include "passes/refused_input.h"
 
 #include "framework/check/ac_policy.h"
 #include "framework/exec/op_properties.h"
@@ -90,7 +89,7 @@ class ChunkRewriter {
       regions = find_regions();
       for (Region& r : regions) rewrite_region(r);
     } catch (const ChunkError& e) {
-      throw RefusedInput(e.what(), result_);
+      throw check::RefusedInput(e.what(), result_);
     }
     check::PassResult& result = result_;
     result.changed = !regions.empty();

@@ -4,7 +4,6 @@
 // it will run with), then arguments and metadata are substituted, scalar plumbing left
 // dead by the substitution is erased, and nothing may mention a symbol afterwards.
 #include "passes/chunk/chunk_passes.h"
-#include "passes/refused_input.h"
 
 #include "framework/exec/op_properties.h"
 
@@ -165,7 +164,7 @@ check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOption
   try {
     concretize(graph, behaviour, result, d);
   } catch (const ConcretizeError& e) {
-    throw RefusedInput(e.what(), result);
+    throw check::RefusedInput(e.what(), result);
   }
   return result;
 }

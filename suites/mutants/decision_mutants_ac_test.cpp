@@ -15,7 +15,6 @@
 #include "generators/decision_situations.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
-#include "passes/refused_input.h"
 #include "suites/mutants/ac_mutants.h"
 #include "suites/mutants/decision_mutants_ac.h"
 
@@ -39,14 +38,14 @@ constexpr int kChunkCases = 80;
 
 uint64_t case_seed(int i) { return 0x5eed0000ULL + static_cast<uint64_t>(i) * 7919; }
 
-// True when a pass of `pipeline` refuses the graph with passes::RefusedInput.
+// True when a pass of `pipeline` refuses the graph with check::RefusedInput.
 bool refuses(const ir::Graph& graph, const std::string& pipeline, const check::PassRegistry& registry) {
   std::unique_ptr<ir::Graph> g = graph.clone();
   for (const check::PassInvocation& p : check::parse_pipeline(pipeline, registry)) {
     const check::RegisteredPass& pass = registry.get(p.name);
     try {
       pass.run(*g, check::PassOptions(pass.info, p.options));
-    } catch (const passes::RefusedInput&) {
+    } catch (const check::RefusedInput&) {
       return true;
     } catch (const std::exception&) {
       return false;

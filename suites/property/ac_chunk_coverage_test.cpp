@@ -11,7 +11,6 @@
 #include "framework/check/chunk_properties.h"
 #include "framework/check/pipeline.h"
 #include "generators/program_case.h"
-#include "passes/refused_input.h"
 
 #include <gtest/gtest.h>
 
@@ -95,7 +94,7 @@ TEST(AcChunkCoverage, EveryDecisionSituationReachesItsDecisionAndHolds) {
         check::PassResult r;
         try {
           r = rp.run(*g, check::PassOptions(rp.info, p.options));
-        } catch (const passes::RefusedInput& e) {
+        } catch (const check::RefusedInput& e) {
           r = e.partial();
           refused = true;
         }

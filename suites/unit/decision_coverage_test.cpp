@@ -139,6 +139,29 @@ TEST(Coverage, CountingRegistryCountsPipelineRuns) {
   EXPECT_EQ(coverage.guard("p", "keep"), 3);
 }
 
+// A pass that refuses its input returns no PassResult: the decisions it made up to the
+// refusal travel with check::RefusedInput and are counted, and the refusal too.
+TEST(Coverage, CountingRegistryCountsTheDecisionsBeforeARefusal) {
+  check::PassRegistry refusing;
+  refusing.add(declared_info("p"), [](ir::Graph&, const check::PassOptions& options) -> check::PassResult {
+    check::PassResult result;
+    check::Decisions d(result, options);
+    d.fire("rewrite");
+    if (d.refuse("keep", true)) throw check::RefusedInput("p: refused", result);
+    return result;
+  });
+  check::Coverage coverage;
+  check::PassRegistry counting = check::counting_registry(refusing, &coverage);
+  auto g = tiny_graph();
+  EXPECT_THROW(check::Pipeline::parse("p", counting).run(*g), check::PassFailure);
+  EXPECT_EQ(coverage.rule("p", "rewrite"), 1);
+  EXPECT_EQ(coverage.guard("p", "keep"), 1);
+  EXPECT_EQ(coverage.refusals(), 1);
+  check::Coverage merged;
+  merged.merge(coverage);
+  EXPECT_EQ(merged.refusals(), 1);
+}
+
 TEST(Coverage, CatalogueListsDeclaredRulesAndGuards) {
   check::PassRegistry registry;
   passes::register_cleanup_passes(registry);
