@@ -6,7 +6,7 @@
 #pragma once
 
 #include "framework/ir/meta.h"
-#include "framework/sym/claim.h"
+#include "framework/ir/sym_claim.h"
 
 #include <c10/core/Layout.h>
 #include <c10/core/MemoryFormat.h>

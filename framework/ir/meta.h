@@ -5,7 +5,7 @@
 // passes must preserve all of them (Graph::clone_node does).
 #pragma once
 
-#include "framework/sym/expr.h"
+#include "framework/ir/sym_expr.h"
 
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>

@@ -11,7 +11,7 @@
 // evaluate() before it is reported; one that does not hold up makes the claim unknown.
 #pragma once
 
-#include "framework/sym/claim.h"
+#include "framework/ir/sym_claim.h"
 
 #include <map>
 #include <string>

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "framework/ir/graph.h"
-#include "framework/sym/expr.h"
+#include "framework/ir/sym_expr.h"
 
 #include <memory>
 #include <stdexcept>

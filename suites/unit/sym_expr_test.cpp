@@ -1,11 +1,11 @@
-// Unit tests of symbolic integer expressions (framework/sym/expr.h): every canonicalization
+// Unit tests of symbolic integer expressions (framework/ir/sym_expr.h): every canonicalization
 // rule (sums, products, floordiv and mod with Python's rounding of negative numbers,
 // min/max, comparisons, connectives), the printed form, the parser and each of its
 // errors (message and column), evaluation, substitution, symbol declarations, and the
 // hash/order contract. Passes compare expressions structurally, so a rule that leaves two
 // spellings of the same value apart makes a sound rewrite look unsound; a rule that is
 // wrong for negative values makes an unsound one look sound.
-#include "framework/sym/expr.h"
+#include "framework/ir/sym_expr.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 // two such polynomials with positive coefficients on each side; connectives are flat,
 // sorted and deduplicated. Folding uses checked arithmetic and throws EvalError on int64
 // overflow instead of wrapping.
-#include "framework/sym/expr.h"
+#include "framework/ir/sym_expr.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,6 +1,6 @@
 // Symbolic integer expressions: the shapes and integer arguments of a graph traced with
 // a symbolic dimension (framework/sym/symbolize.h), and the guards passes record about
-// them (framework/sym/claim.h). Depends on the standard library only, so the IR can
+// them (framework/ir/sym_claim.h). Depends on the standard library only, so the IR can
 // hold expressions without pulling in Z3 or ATen.
 //
 // Expressions are immutable trees shared by pointer. Every constructor returns the

@@ -1,10 +1,10 @@
 // A claim (guard) a pass records about symbolic values: a boolean expression that must
 // hold for every admissible value of its symbols. Graphs carry their claims
 // (ir::Graph::claims) so they travel through the text format and repro files; the
-// prover (framework/sym/prover.h) checks them with Z3. No dependencies beyond expr.h.
+// prover (framework/sym/prover.h) checks them with Z3. No dependencies beyond sym_expr.h.
 #pragma once
 
-#include "framework/sym/expr.h"
+#include "framework/ir/sym_expr.h"
 
 #include <string>
 
