@@ -1,5 +1,6 @@
 // Repro files (see repro.h): writer, line-numbered reader and replay.
 #include "framework/check/repro.h"
+#include "framework/io/files.h"
 
 #include "framework/check/remat_properties.h"
 #include "framework/exec/inputs.h"
@@ -77,15 +78,7 @@ std::string format_repro(const Repro& r, const std::string& path) {
 }
 
 void write_repro(const std::string& path, const Repro& repro) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write repro file '" + tmp + "'");
-    out << format_repro(repro, path);
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write repro file '" + tmp + "'");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "'");
+  io::write_file_atomically(path, format_repro(repro, path), "repro file");
 }
 
 Repro parse_repro(const std::string& text, const std::string& path) {
@@ -201,11 +194,13 @@ Repro parse_repro(const std::string& text, const std::string& path) {
 }
 
 Repro read_repro(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ReproError(path, 0, "cannot open repro file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_repro(ss.str(), path);
+  std::string text;
+  try {
+    text = io::read_file(path, "repro file");
+  } catch (const io::FileError& e) {
+    throw ReproError(path, 0, e.what());
+  }
+  return parse_repro(text, path);
 }
 
 bool pipeline_has_remat(const std::string& pipeline, const PassRegistry& registry) {

@@ -15,11 +15,12 @@
 
 namespace passcheck::check {
 
-/// A malformed repro file; what() reads "<path>:<line>: <message>".
+/// A malformed or unreadable repro file; what() reads "<path>:<line>: <message>" (line 0:
+/// the file could not be read, and the message names it).
 class ReproError : public std::runtime_error {
  public:
   ReproError(const std::string& path, int line, const std::string& message)
-      : std::runtime_error(path + ":" + std::to_string(line) + ": " + message), line_(line) {}
+      : std::runtime_error(line > 0 ? path + ":" + std::to_string(line) + ": " + message : message), line_(line) {}
   int line() const { return line_; }
 
  private:

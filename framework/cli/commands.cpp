@@ -60,7 +60,8 @@ int guarded(const char* command, const std::function<int()>& body) {
     std::cerr << "passcheck " << command << ": " << failure.what() << "\n";
     return 1;
   } catch (const check::ReproError& e) {
-    std::cerr << "passcheck " << command << ": malformed repro file: " << e.what() << "\n";
+    std::cerr << "passcheck " << command << ": " << (e.line() > 0 ? "malformed repro file: " : "error: ") << e.what()
+              << "\n";
   } catch (const c10::Error& e) {
     std::cerr << "passcheck " << command << ": error: " << compat::error_message(e) << "\n";
   } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 // Graph files as first-class objects (see graph_tools.h).
 #include "framework/cli/graph_tools.h"
+#include "framework/io/files.h"
 
 #include "framework/exec/executor.h"
 #include "framework/exec/inputs.h"
@@ -16,11 +17,7 @@
 namespace passcheck::cli {
 
 std::unique_ptr<ir::Graph> load_graph_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot open graph file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ir::parse_graph(text.str(), path);
+  return ir::parse_graph(io::read_file(path, "graph file"), path);
 }
 
 namespace {
