@@ -52,31 +52,39 @@ at::Tensor to_meta(const at::Tensor& t) {
 }
 }  // namespace
 
-std::string DriverReport::format() const {
-  std::string out;
+std::string DriverReport::format_header() const {
   char line[256];
   std::snprintf(line, sizeof line, "model %s: joint graph of %zu nodes, %zu inputs, traced in %.3f s\n", model.c_str(),
                 graph_nodes, graph_inputs, trace_seconds);
-  out += line;
+  std::string out = line;
   std::snprintf(line, sizeof line, "%-5s %-10s %-8s %-13s %-13s %-15s %s\n", "step", "compared", "equal", "eager peak",
                 "traced peak", "traced live", "first difference");
-  out += line;
+  return out + line;
+}
+
+std::string DriverReport::format_step(const StepReport& s) {
+  size_t equal_count = 0;
+  const check::TensorComparison* first_bad = nullptr;
+  for (const auto& c : s.comparisons) {
+    if (c.equal) ++equal_count;
+    else if (!first_bad) first_bad = &c;
+  }
+  char line[512];
+  std::string counts = std::to_string(equal_count) + "/" + std::to_string(s.comparisons.size());
+  std::snprintf(line, sizeof line, "%-5d %-10s %-8s %-13s %-13s %-15s %s\n", s.step, counts.c_str(),
+                s.equal() ? "yes" : "NO", mib(s.eager_peak_bytes).c_str(), mib(s.traced_peak_bytes).c_str(),
+                mib(s.traced_peak_live_bytes).c_str(),
+                !s.problems.empty() ? s.problems.front().c_str() : first_bad ? first_bad->describe().c_str() : "-");
+  return line;
+}
+
+std::string DriverReport::format_footer() const {
+  std::string out;
+  char line[256];
   size_t total = 0, differing = 0;
   for (const StepReport& s : steps) {
-    size_t equal_count = 0;
-    const check::TensorComparison* first_bad = nullptr;
-    for (const auto& c : s.comparisons) {
-      if (c.equal) ++equal_count;
-      else if (!first_bad) first_bad = &c;
-    }
     total += s.comparisons.size();
-    differing += s.comparisons.size() - equal_count;
-    std::string counts = std::to_string(equal_count) + "/" + std::to_string(s.comparisons.size());
-    std::snprintf(line, sizeof line, "%-5d %-10s %-8s %-13s %-13s %-15s %s\n", s.step, counts.c_str(),
-                  s.equal() ? "yes" : "NO", mib(s.eager_peak_bytes).c_str(), mib(s.traced_peak_bytes).c_str(),
-                  mib(s.traced_peak_live_bytes).c_str(),
-                  !s.problems.empty() ? s.problems.front().c_str() : first_bad ? first_bad->describe().c_str() : "-");
-    out += line;
+    for (const auto& c : s.comparisons) differing += c.equal ? 0 : 1;
   }
   if (!steps.empty() && !steps.back().eager_checkpoint.regions.empty()) {
     const EagerCheckpointStats& ac = steps.back().eager_checkpoint;
@@ -96,6 +104,12 @@ std::string DriverReport::format() const {
                 equal() ? "BITWISE EQUAL" : "MISMATCH", total, steps.size(), differing);
   out += line;
   return out;
+}
+
+std::string DriverReport::format() const {
+  std::string out = format_header();
+  for (const StepReport& s : steps) out += format_step(s);
+  return out + format_footer();
 }
 
 std::vector<at::Tensor> eager_step(models::TrainingSubject& subject, const std::vector<c10::IValue>& args) {
@@ -225,6 +239,7 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
       sr.comparisons.push_back(check::compare_bitwise("buffer " + buffer_names[i], eager_buffers[i], traced_buffers[i]));
     bool ok = sr.equal();
     report.steps.push_back(std::move(sr));
+    if (options.on_step) options.on_step(report, report.steps.back());
     if (!ok && !options.continue_after_mismatch) break;
   }
   return report;

@@ -24,6 +24,9 @@ enum class OptimizerKind { SGD, Adam };
 OptimizerKind parse_optimizer(const std::string& name);
 const char* to_string(OptimizerKind kind);
 
+struct DriverReport;
+struct StepReport;
+
 struct DriverOptions {
   std::string model = "llama3";
   models::SubjectOptions subject;
@@ -54,6 +57,9 @@ struct DriverOptions {
   /// Seed of the default generators, reset before each step of each path so random
   /// operators draw the same numbers eagerly and traced.
   uint64_t rng_seed = 1234;
+  /// Called after each step with the report so far (header fields filled in) and that
+  /// step's row, so a long run shows its rows as they finish.
+  std::function<void(const DriverReport& so_far, const StepReport& step)> on_step;
 };
 
 struct StepReport {
@@ -81,8 +87,13 @@ struct DriverReport {
   double trace_seconds = 0;
   std::vector<StepReport> steps;
   bool equal() const;
-  /// A per-step table of what was compared and the verdict.
+  /// A per-step table of what was compared and the verdict: format_header(), a
+  /// format_step() row per step, format_footer().
   std::string format() const;
+  std::string format_header() const;
+  static std::string format_step(const StepReport& step);
+  /// Checkpointing/chunking statistics of the last step and the verdict line.
+  std::string format_footer() const;
 };
 
 /// Runs the comparison; throws on setup errors (unknown model, tracing failure).

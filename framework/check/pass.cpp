@@ -81,9 +81,32 @@ PassOptions::PassOptions(const PassInfo& info, const std::map<std::string, std::
     if (!it->choices.empty() && std::find(it->choices.begin(), it->choices.end(), value) == it->choices.end())
       throw PassConfigError("pass '" + info.name + "' option '" + name + "' must be one of " +
                             join(it->choices, ", ") + "; got '" + value + "'");
+    if (it->check) {
+      try {
+        it->check(value);
+      } catch (const std::invalid_argument& e) {
+        throw PassConfigError("pass '" + info.name + "' option '" + name + "': " + e.what());
+      }
+    }
     values_[name] = value;
   }
 }
+
+namespace option_checks {
+
+std::function<void(const std::string&)> integer_in(int64_t min, int64_t max) {
+  return [min, max](const std::string& text) {
+    errno = 0;
+    char* end = nullptr;
+    long long v = text.empty() ? 0 : std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno == ERANGE || std::isspace(static_cast<unsigned char>(text[0])) || v < min ||
+        v > max)
+      throw std::invalid_argument("expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                  "]; got '" + text + "'");
+  };
+}
+
+}  // namespace option_checks
 
 const std::string& PassOptions::get(const std::string& name) const {
   auto it = values_.find(name);

@@ -29,9 +29,18 @@ struct PassOptionInfo {
   std::string name;
   std::string description;
   std::string default_value;
-  /// Allowed values; empty means free-form (validated by the pass).
+  /// Allowed values; empty means free-form (then `check`, when set, validates it).
   std::vector<std::string> choices;
+  /// Validates a free-form value when the pipeline is parsed, before any pass runs;
+  /// throws std::invalid_argument saying what is wrong with it.
+  std::function<void(const std::string& value)> check = nullptr;
 };
+
+/// Option value checks for PassOptionInfo::check.
+namespace option_checks {
+/// A decimal integer in [min, max].
+std::function<void(const std::string&)> integer_in(int64_t min, int64_t max);
+}  // namespace option_checks
 
 /// A named decision point of a pass: a rule (a rewrite the pass makes) or a guard (a
 /// condition under which the pass declines to act on a candidate). Declared in PassInfo

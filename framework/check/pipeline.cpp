@@ -31,6 +31,16 @@ bool is_name_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
 }
 
+const std::map<std::string, std::string>& named_pipelines() {
+  static const std::map<std::string, std::string> pipelines = {
+      // Upstream's default order (DCE, canonicalize, memory-policy tagging, remat),
+      // with random ops replayed rather than refused.
+      {"default", "dce,canonicalize,ac-regions,sac-tag,remat{rng=replay}"},
+      {"cleanup", "dce,canonicalize,cse,dce"},
+  };
+  return pipelines;
+}
+
 // Recursive-descent parser over the pipeline text. Columns are 1-based.
 class PipelineParser {
  public:
@@ -41,7 +51,7 @@ class PipelineParser {
     skip_ws();
     if (at_end()) return out;  // an empty pipeline runs no pass
     while (true) {
-      out.push_back(invocation());
+      for (PassInvocation& inv : element()) out.push_back(std::move(inv));
       skip_ws();
       if (at_end()) break;
       if (peek() != ',') fail(pos_, "expected ',' or the end of the pipeline, got " + describe_here());
@@ -52,6 +62,26 @@ class PipelineParser {
   }
 
  private:
+  // One element of the list: a pass invocation, or a named pipeline standing for its
+  // expansion (so "dce,cleanup,remat" composes), unless a pass of that name exists.
+  std::vector<PassInvocation> element() {
+    size_t name_pos = pos_;
+    std::string name = word();
+    pos_ = name_pos;
+    auto named = named_pipelines().find(name);
+    if (named != named_pipelines().end() && !registry_.contains(name)) {
+      pos_ += name.size();
+      skip_ws();
+      if (!at_end() && peek() == '{') fail(pos_, "named pipeline '" + name + "' takes no options");
+      try {
+        return PipelineParser(named->second, registry_).parse();
+      } catch (const PassConfigError& e) {
+        fail(name_pos, "in named pipeline '" + name + "': " + e.what());
+      }
+    }
+    return {invocation()};
+  }
+
   PassInvocation invocation() {
     PassInvocation inv;
     size_t name_pos = pos_;
@@ -178,19 +208,9 @@ std::string PassInvocation::str() const {
   return out + "}";
 }
 
-const std::map<std::string, std::string>& named_pipelines() {
-  static const std::map<std::string, std::string> pipelines = {
-      // Upstream's default order (DCE, canonicalize, memory-policy tagging, remat),
-      // with random ops replayed rather than refused.
-      {"default", "dce,canonicalize,ac-regions,sac-tag,remat{rng=replay}"},
-      {"cleanup", "dce,canonicalize,cse,dce"},
-  };
-  return pipelines;
-}
 
 std::vector<PassInvocation> parse_pipeline(const std::string& text, const PassRegistry& registry) {
-  auto named = named_pipelines().find(text);
-  return PipelineParser(named == named_pipelines().end() ? text : named->second, registry).parse();
+  return PipelineParser(text, registry).parse();
 }
 
 Pipeline::Pipeline(std::vector<PassInvocation> passes, const PassRegistry& registry)

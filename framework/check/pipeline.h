@@ -24,7 +24,8 @@ struct PassInvocation {
 /// dce, canonicalize, ac-regions, sac-tag, remat{rng=replay}) and "cleanup".
 const std::map<std::string, std::string>& named_pipelines();
 
-/// Parses "a,b{k=v,k2=v2},c" or a named pipeline. Throws PassConfigError naming the column of a syntax
+/// Parses "a,b{k=v,k2=v2},c"; a named pipeline anywhere in the list stands for its
+/// expansion ("dce,cleanup,remat"). Throws PassConfigError naming the column of a syntax
 /// error, an unknown pass (listing the known ones) or a bad option.
 std::vector<PassInvocation> parse_pipeline(const std::string& text, const PassRegistry& registry);
 

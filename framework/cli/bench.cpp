@@ -3,6 +3,7 @@
 // side in one process on a fixed number of threads. Eager and traced runs alternate so
 // drift in machine speed hits both alike. Figures are medians.
 #include "framework/cli/commands.h"
+#include "framework/io/files.h"
 
 #include "framework/exec/executor.h"
 #include "framework/trace/tracer.h"
@@ -37,8 +38,9 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int run_bench(const BenchArgs& args) {
-  try {
+  return guarded("bench", [&] {
     if (args.repeats < 1 || args.warmup < 0) throw std::invalid_argument("--repeats must be >= 1 and --warmup >= 0");
+    if (!args.json.empty()) io::check_writable(args.json, "--json report");
     at::set_num_threads(args.threads);
     auto subject = models::make_subject(args.model, {});
     std::vector<c10::IValue> batch = subject->batch(0);
@@ -110,13 +112,11 @@ int run_bench(const BenchArgs& args) {
                           {"graph_nodes", nodes},
                           {"executor_overhead_us_per_node", per_node_us},
                           {"kernel_share", median(kernel_share)}};
-      std::ofstream(args.json) << j.dump(2) << "\n";
+      io::write_file(args.json, j.dump(2) + "\n", "--json report");
+      std::cerr << "wrote " << args.json << "\n";
     }
     return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "passcheck bench: error: " << e.what() << "\n";
-    return 2;
-  }
+  });
 }
 
 }  // namespace passcheck::cli

@@ -1,5 +1,6 @@
 // passcheck trace / run / check / models.
 #include "framework/cli/commands.h"
+#include "framework/io/files.h"
 
 #include "framework/check/compare.h"
 #include "framework/check/memory_estimate.h"
@@ -98,9 +99,7 @@ int run_trace(const TraceArgs& args) {
     if (args.out.empty()) {
       std::cout << text;
     } else {
-      std::ofstream out(args.out);
-      if (!out) throw std::invalid_argument("cannot write '" + args.out + "'");
-      out << text;
+      io::write_file(args.out, text, "graph file");
       std::cerr << "wrote " << graph->num_nodes() << " nodes to " << args.out << "\n";
     }
     return 0;
@@ -167,7 +166,7 @@ std::optional<oracles::EagerCheckpointConfig> eager_checkpoint_for(const std::st
       }
       config.policy = check::AcPolicyKind::Full;
       if (options.get("mode") == "selective") {
-        int64_t every = std::stoll(option);
+        int64_t every = options.get_int("option");
         if (every > 1)
           config.is_region = [every](const std::string& fqn) {
             return oracles::is_layer_region(fqn) && *check::layer_of(fqn) % every == 0;
@@ -224,6 +223,10 @@ int run_check(const CheckArgs& args) {
 
     std::optional<check::Pipeline> pipeline;
     if (!args.pipeline.empty()) pipeline = check::Pipeline::parse(args.pipeline);
+    if (!args.dump_dir.empty()) {
+      if (!pipeline) throw std::invalid_argument("--dump-dir needs --pipeline (it holds the graph before and after each pass)");
+      io::ensure_directory(args.dump_dir, "--dump-dir");
+    }
     options.eager_checkpoint = eager_checkpoint_for(args.eager_ac, pipeline);
     std::vector<check::PassRecord> records;
     std::vector<check::MemoryEstimate> estimates;
@@ -241,11 +244,29 @@ int run_check(const CheckArgs& args) {
           if (args.dump_dir.empty()) return;
           char name[64];
           std::snprintf(name, sizeof name, "/%02d-%s-", when == "before" ? dump_index : dump_index++, when.c_str());
-          std::ofstream(args.dump_dir + name + pass.substr(0, pass.find('{')) + ".graph") << g.print();
+          io::write_file(args.dump_dir + name + pass.substr(0, pass.find('{')) + ".graph", g.print(), "pass dump");
         };
         records = pipeline->run(graph, popts);
       };
     }
+    // Each step's row is printed as soon as the step finishes (a long run shows
+    // progress); the lines before the table once the first step is done.
+    auto print_intro = [&] {
+      std::cout << "passcheck check: traced vs eager, " << args.steps << " steps, optimizer " << args.optimizer
+                << ", device " << args.device << (args.meta ? ", traced on meta" : "") << "\n";
+      if (pipeline) {
+        std::cout << "pipeline: " << pipeline->str() << "\n";
+        std::cout << "eager oracle checkpointing: " << describe_eager_checkpoint(options.eager_checkpoint) << "\n";
+        std::cout << format_pass_table(records, estimates, traced_nodes);
+      }
+    };
+    options.on_step = [&](const oracles::DriverReport& so_far, const oracles::StepReport& step) {
+      if (so_far.steps.size() == 1) {
+        print_intro();
+        std::cout << so_far.format_header();
+      }
+      std::cout << oracles::DriverReport::format_step(step) << std::flush;
+    };
     oracles::DriverReport report;
     try {
       report = oracles::run_traced_vs_eager(options);
@@ -256,14 +277,11 @@ int run_check(const CheckArgs& args) {
                 << "\n";
       return 1;
     }
-    std::cout << "passcheck check: traced vs eager, " << args.steps << " steps, optimizer " << args.optimizer
-              << ", device " << args.device << (args.meta ? ", traced on meta" : "") << "\n";
-    if (pipeline) {
-      std::cout << "pipeline: " << pipeline->str() << "\n";
-      std::cout << "eager oracle checkpointing: " << describe_eager_checkpoint(options.eager_checkpoint) << "\n";
-      std::cout << format_pass_table(records, estimates, traced_nodes);
+    if (report.steps.empty()) {
+      print_intro();
+      std::cout << report.format_header();
     }
-    std::cout << report.format();
+    std::cout << report.format_footer();
     if (args.verbose)
       for (const auto& step : report.steps) {
         std::cout << "\nstep " << step.step << ":\n" << check::format_comparison_table(step.comparisons);

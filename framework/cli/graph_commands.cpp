@@ -2,6 +2,7 @@
 // validation of two graph files (the same inputs and generator state, every output
 // compared bit for bit), so a pass run anywhere can be checked from its input and output.
 #include "framework/cli/commands.h"
+#include "framework/io/files.h"
 
 #include "framework/check/pipeline.h"
 #include "framework/cli/graph_tools.h"
@@ -47,9 +48,7 @@ int run_opt(const OptArgs& args) {
     if (args.out.empty()) {
       std::cout << text;
     } else {
-      std::ofstream out(args.out, std::ios::binary);
-      if (!out) throw std::invalid_argument("cannot write '" + args.out + "'");
-      out << text;
+      io::write_file(args.out, text, "graph file");
     }
     return 0;
   });

@@ -4,7 +4,58 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <iostream>
+#include <string>
+
+namespace {
+
+// A CLI11 parse error as a usage error (exit 2) naming the subcommand and what was wrong.
+int report_usage_error(const CLI::App& app, int argc, char** argv, const CLI::ParseError& error) {
+  std::string first = argc > 1 ? argv[1] : "";
+  if (!first.empty() && first[0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known |= sub->get_name() == first;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "passcheck: unknown subcommand '" << first << "' (subcommands: " << names << ")\n";
+      return 2;
+    }
+    std::cerr << "passcheck " << first << ": usage error: " << error.what() << "\nRun 'passcheck " << first
+              << " --help' for its options.\n";
+    return 2;
+  }
+  std::cerr << "passcheck: usage error: " << error.what() << "\nRun 'passcheck --help' for the subcommands.\n";
+  return 2;
+}
+
+// Limits of numeric options (README "Options and limits"): each rejects, with exit 2,
+// a value that cannot be meant (0 steps, a NaN learning rate) or would exhaust the
+// machine (100,000 threads, a batch of a billion).
+constexpr int kMaxThreads = 256;
+const CLI::Range kSteps(1, 100000);
+const CLI::Range kModelExtent(0, 1 << 16);
+const CLI::Range kIntHigh(int64_t(1), int64_t(1) << 40);
+const CLI::Range kProverTimeout(1u, 3600u * 1000u);
+const CLI::Validator kLearningRate(
+    [](std::string& text) -> std::string {
+      double v = 0;
+      try {
+        size_t used = 0;
+        v = std::stod(text, &used);
+        if (used != text.size()) return "expected a number, got '" + text + "'";
+      } catch (const std::exception&) {
+        return "expected a number, got '" + text + "'";
+      }
+      if (!std::isfinite(v) || v <= 0) return "the learning rate must be a finite number > 0, got '" + text + "'";
+      return "";
+    },
+    "FLOAT > 0");
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace passcheck::cli;
@@ -18,8 +69,8 @@ int main(int argc, char** argv) {
   trace_cmd->add_option("--out", trace.out, "Write the graph text to this file instead of stdout");
   trace_cmd->add_flag("--meta", trace.meta, "Trace on the meta device (no computation)");
   trace_cmd->add_option("--seed", trace.seed, "Initialisation and data seed")->capture_default_str();
-  trace_cmd->add_option("--batch", trace.batch_size, "Batch size (0: the model's default)");
-  trace_cmd->add_option("--seq", trace.seq_len, "Sequence length (0: the model's default)");
+  trace_cmd->add_option("--batch", trace.batch_size, "Batch size (0: the model's default)")->check(kModelExtent);
+  trace_cmd->add_option("--seq", trace.seq_len, "Sequence length (0: the model's default)")->check(kModelExtent);
   trace_cmd->add_option("--symbolic", trace.symbolic, "Make this dimension symbolic: batch or seq")
       ->check(CLI::IsMember({"batch", "seq"}));
 
@@ -27,7 +78,7 @@ int main(int argc, char** argv) {
   auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs");
   run_cmd->add_option("file", run.file, "Graph text file")->required();
   run_cmd->add_option("--seed", run.seed, "Input generation seed")->capture_default_str();
-  run_cmd->add_option("--int-high", run.int_high, "Integer inputs are drawn from [0, N)")->capture_default_str();
+  run_cmd->add_option("--int-high", run.int_high, "Integer inputs are drawn from [0, N)")->check(kIntHigh)->capture_default_str();
   run_cmd->add_flag("!--no-check-meta", run.check_metadata, "Do not compare outputs with their recorded types");
 
   run_cmd->add_option("--device", run.device, "Move the graph to this device first: cpu, cuda (runs a trace --meta file)");
@@ -45,22 +96,22 @@ int main(int argc, char** argv) {
   equiv_cmd->add_option("b", equiv.b, "Graph text file B (or --pipeline: B is A after it)");
   equiv_cmd->add_option("--pipeline", equiv.pipeline, "Compare A against A after these passes");
   equiv_cmd->add_option("--seed", equiv.seed, "Input and generator seed")->capture_default_str();
-  equiv_cmd->add_option("--int-high", equiv.int_high, "Integer inputs are drawn from [0, N)")->capture_default_str();
+  equiv_cmd->add_option("--int-high", equiv.int_high, "Integer inputs are drawn from [0, N)")->check(kIntHigh)->capture_default_str();
   equiv_cmd->add_option("--device", equiv.device, "Move both graphs to this device first: cpu, cuda");
   equiv_cmd->add_flag("--mutants", equiv.mutants, "Also register the known-buggy passes (mutant-...)");
 
   CheckArgs check;
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");
   check_cmd->add_option("--model", check.model, "Debug model (see `passcheck models`)")->capture_default_str();
-  check_cmd->add_option("--steps", check.steps, "Optimizer steps")->capture_default_str();
-  check_cmd->add_option("--optimizer", check.optimizer, "sgd or adam")->capture_default_str();
-  check_cmd->add_option("--lr", check.learning_rate, "Learning rate")->capture_default_str();
+  check_cmd->add_option("--steps", check.steps, "Optimizer steps")->check(kSteps)->capture_default_str();
+  check_cmd->add_option("--optimizer", check.optimizer, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
+  check_cmd->add_option("--lr", check.learning_rate, "Learning rate")->check(kLearningRate)->capture_default_str();
   check_cmd->add_flag("--meta", check.meta, "Trace on the meta device, then run on the real one");
   check_cmd->add_flag("--verbose", check.verbose, "Print every compared tensor");
   check_cmd->add_option("--seed", check.seed, "Initialisation and data seed")->capture_default_str();
-  check_cmd->add_option("--batch", check.batch_size, "Batch size (0: the model's default)");
-  check_cmd->add_option("--seq", check.seq_len, "Sequence length (0: the model's default)");
-  check_cmd->add_option("--device", check.device, "cpu or cuda")->capture_default_str();
+  check_cmd->add_option("--batch", check.batch_size, "Batch size (0: the model's default)")->check(kModelExtent);
+  check_cmd->add_option("--seq", check.seq_len, "Sequence length (0: the model's default)")->check(kModelExtent);
+  check_cmd->add_option("--device", check.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   check_cmd->add_option("--pipeline", check.pipeline, "Passes to apply to the traced graph, e.g. \"sac-tag{policy=eager},remat\"");
   check_cmd->add_option("--dump-dir", check.dump_dir, "Write the graph before and after every pass here");
   check_cmd->add_option("--eager-ac", check.eager_ac,
@@ -70,9 +121,11 @@ int main(int argc, char** argv) {
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "Measure eager vs traced step time, tracing time and executor overhead");
   bench_cmd->add_option("--model", bench.model, "Debug model")->capture_default_str();
-  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs before measuring")->capture_default_str();
-  bench_cmd->add_option("--repeats", bench.repeats, "Timed runs of each measurement")->capture_default_str();
-  bench_cmd->add_option("--threads", bench.threads, "Intra-op threads")->capture_default_str();
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs before measuring")->check(CLI::Range(0, 1000))->capture_default_str();
+  bench_cmd->add_option("--repeats", bench.repeats, "Timed runs of each measurement")->check(CLI::Range(1, 100000))->capture_default_str();
+  bench_cmd->add_option("--threads", bench.threads, "Intra-op threads (at most " + std::to_string(kMaxThreads) + ")")
+      ->check(CLI::Range(1, kMaxThreads))
+      ->capture_default_str();
   bench_cmd->add_option("--json", bench.json, "Also write the figures as JSON to this file");
 
   ChunkArgs chunk;
@@ -85,20 +138,21 @@ int main(int argc, char** argv) {
   chunk_cmd->add_flag("--early-accumulation", chunk.early_accumulation,
                       "Add parameter-gradient partials early (may change numerics; checked against --tolerance-ulp)");
   chunk_cmd->add_option("--between", chunk.between, "Passes to run between chunk and concretize");
-  chunk_cmd->add_option("--steps", chunk.steps, "Optimizer steps")->capture_default_str();
+  chunk_cmd->add_option("--steps", chunk.steps, "Optimizer steps")->check(kSteps)->capture_default_str();
   chunk_cmd->add_option("--seed", chunk.seed, "Initialisation and data seed")->capture_default_str();
-  chunk_cmd->add_option("--batch", chunk.batch_size, "Batch size (0: the model's default)");
-  chunk_cmd->add_option("--seq", chunk.seq_len, "Sequence length (0: the model's default)");
-  chunk_cmd->add_option("--timeout-ms", chunk.timeout_ms, "Z3 time limit per claim")->capture_default_str();
+  chunk_cmd->add_option("--batch", chunk.batch_size, "Batch size (0: the model's default)")->check(kModelExtent);
+  chunk_cmd->add_option("--seq", chunk.seq_len, "Sequence length (0: the model's default)")->check(kModelExtent);
+  chunk_cmd->add_option("--timeout-ms", chunk.timeout_ms, "Z3 time limit per claim")->check(kProverTimeout)->capture_default_str();
   chunk_cmd->add_option("--out-graph", chunk.out_graph,
                         "Write the chunked graph before concretization (symbols and claims; `passcheck prove` reads it)");
   chunk_cmd->add_option("--tolerance-ulp", chunk.tolerance_ulp, "Early accumulation: largest ULP distance accepted")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
   ProveArgs prove;
   auto* prove_cmd = app.add_subcommand("prove", "Prove every claim (guard) a graph file records with Z3");
   prove_cmd->add_option("file", prove.file, "Graph text file")->required();
-  prove_cmd->add_option("--timeout-ms", prove.timeout_ms, "Z3 time limit per claim")->capture_default_str();
+  prove_cmd->add_option("--timeout-ms", prove.timeout_ms, "Z3 time limit per claim")->check(kProverTimeout)->capture_default_str();
   prove_cmd->add_flag("--verbose", prove.verbose, "Print every claim's verdict");
 
   app.add_subcommand("models", "List the debug models");
@@ -155,7 +209,19 @@ int main(int argc, char** argv) {
   capture_cmd->add_flag("--mutants", capture.mutants, "Also register the AC mutants");
   capture_cmd->add_flag("--test-passes", capture.test_passes, "Also register the test-only passes");
 
-  CLI11_PARSE(app, argc, argv);
+  // One exit-code contract (README "Exit codes"): --help and --version are 0, every
+  // usage error (unknown subcommand or option, a missing or malformed value) is 2.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return report_usage_error(app, argc, argv, e);
+  }
   if (*fuzz_cmd) return run_fuzz(fuzz);
   if (*repro_cmd) return run_repro(repro);
   if (*minimize_cmd) return run_minimize(minimize);

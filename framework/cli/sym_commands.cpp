@@ -1,6 +1,7 @@
 // passcheck chunk / prove: graph chunking against eager chunking, and Z3 over the claims
 // a graph file records.
 #include "framework/cli/commands.h"
+#include "framework/io/files.h"
 
 #include "framework/check/pass.h"
 #include "framework/compat/torch_compat.h"
@@ -15,7 +16,9 @@
 namespace passcheck::cli {
 
 int run_chunk(const ChunkArgs& args) {
+  return guarded("chunk", [&] {
   try {
+    if (!args.out_graph.empty()) io::check_writable(args.out_graph, "--out-graph file");
     oracles::ChunkedTrainingOptions options;
     options.model = args.model;
     options.steps = args.steps;
@@ -30,11 +33,10 @@ int run_chunk(const ChunkArgs& args) {
     options.prove.timeout_ms = args.timeout_ms;
     if (!args.out_graph.empty())
       options.on_chunked = [&](const ir::Graph& graph) {
-        std::ofstream out(args.out_graph);
-        if (!out) throw std::invalid_argument("cannot write '" + args.out_graph + "'");
-        out << "# passcheck chunk --model " << args.model << " --mode " << args.mode << " --modules " << args.modules
-            << ": the chunked graph before concretization\n"
-            << graph.print();
+        io::write_file(args.out_graph,
+                       "# passcheck chunk --model " + args.model + " --mode " + args.mode + " --modules " + args.modules +
+                           ": the chunked graph before concretization\n" + graph.print(),
+                       "--out-graph file");
       };
     oracles::ChunkedTrainingReport report = oracles::run_graph_chunked_vs_eager_chunked(options);
     std::cout << "passcheck chunk: " << args.model << ", " << args.mode << " chunking of " << args.modules
@@ -50,14 +52,11 @@ int run_chunk(const ChunkArgs& args) {
     }
     return report.equal() ? 0 : 1;
   } catch (const check::PassFailure& failure) {
+    // The verdict goes with the report on stdout.
     std::cout << "verdict: FAILED " << failure.what() << "\n";
     return 1;
-  } catch (const c10::Error& e) {
-    std::cerr << "passcheck chunk: error: " << compat::error_message(e) << "\n";
-  } catch (const std::exception& e) {
-    std::cerr << "passcheck chunk: error: " << e.what() << "\n";
   }
-  return 2;
+  });
 }
 
 int run_prove(const ProveArgs& args) {

@@ -122,6 +122,20 @@ void write_file_atomically(const std::string& path, const std::string& content, 
   }
 }
 
+void check_writable(const std::string& path, const std::string& what) {
+  if (path.empty()) throw FileError(what + ": empty file name");
+  PathKind kind = kind_of(path);
+  if (kind == PathKind::Directory) throw FileError("cannot write " + what + " '" + path + "': it is a directory");
+  std::string directory = directory_of(path);
+  PathKind dir_kind = kind_of(directory);
+  if (dir_kind == PathKind::Missing)
+    throw FileError("cannot write " + what + " '" + path + "': directory '" + directory + "' does not exist");
+  if (dir_kind != PathKind::Directory)
+    throw FileError("cannot write " + what + " '" + path + "': '" + directory + "' is not a directory");
+  const std::string& probe = kind == PathKind::Missing ? directory : path;
+  if (::access(probe.c_str(), W_OK) != 0) fail(what, path, "write", errno);
+}
+
 void ensure_directory(const std::string& path, const std::string& what) {
   if (path.empty()) throw FileError(what + ": empty directory name");
   PathKind kind = kind_of(path);

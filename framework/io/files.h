@@ -35,6 +35,10 @@ void write_file_atomically(const std::string& path, const std::string& content, 
 /// impossible or `path` exists and is not a directory.
 void ensure_directory(const std::string& path, const std::string& what);
 
+/// Checks, before long work, that `path` can be written later: its directory exists and
+/// is writable and `path` is not a directory. FileError with the reason otherwise.
+void check_writable(const std::string& path, const std::string& what);
+
 /// The file's type for messages and checks.
 enum class PathKind { Missing, Regular, Directory, Other };
 PathKind kind_of(const std::string& path);

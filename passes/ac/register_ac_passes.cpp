@@ -1,6 +1,9 @@
 // Registry entries of the activation-checkpointing family, with every rule each pass
 // can fire and every guard that can refuse (docs/passes.md lists them per pass).
 #include "passes/ac/ac_passes.h"
+#include "framework/check/ac_policy.h"
+
+#include <sstream>
 
 namespace passcheck::passes {
 
@@ -22,6 +25,29 @@ const check::DecisionInfo kWritesSavedStorage{
 
 }  // namespace
 
+namespace {
+
+void check_selectors(const std::string& value) {
+  std::stringstream items(value);
+  for (std::string item; std::getline(items, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) check::OpSelector::parse(item);
+  }
+}
+
+// apply-ac's selective option: 'op' or a layer interval (a layer count bounds it).
+void check_layer_interval(const std::string& value) {
+  if (value == "op") return;
+  try {
+    check::option_checks::integer_in(0, 1 << 20)(value);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("expected 'op' or a layer interval: ") + e.what());
+  }
+}
+
+}  // namespace
+
 void register_ac_passes(check::PassRegistry& registry) {
   using check::NumericsEffect;
   registry.add({"ac-regions",
@@ -35,7 +61,8 @@ void register_ac_passes(check::PassRegistry& registry) {
   registry.add({"sac-tag",
                 "Tag forward nodes with a recompute policy (default, eager, full or op)",
                 {{"policy", "selective AC policy", "default", {"default", "eager", "full", "op"}},
-                 {"selectors", "full policy: comma-separated FQN_PATTERN::OP selectors of nodes to save", "", {}},
+                 {"selectors", "full policy: comma-separated FQN_PATTERN::OP selectors of nodes to save", "", {},
+                  check_selectors},
                  {"skip", "module FQN prefixes left untagged", "lm_head,loss", {}}},
                 NumericsEffect::Preserves,
                 true,
@@ -55,7 +82,7 @@ void register_ac_passes(check::PassRegistry& registry) {
   registry.add({"apply-ac",
                 "Model-level activation checkpointing: full, every n-th layer, or per-op selective",
                 {{"mode", "full or selective", "full", {"full", "selective"}},
-                 {"option", "selective: 'op' or a layer interval n (0: every layer)", "op", {}}},
+                 {"option", "selective: 'op' or a layer interval n (0: every layer)", "op", {}, check_layer_interval}},
                 NumericsEffect::Preserves,
                 true,
                 {{"checkpoint-layer", "a forward node of a checkpointed layer is tagged MUST_RECOMPUTE"},
