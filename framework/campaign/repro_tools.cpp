@@ -91,8 +91,20 @@ void check_repro_graph(const check::Repro& repro, const std::string& path) {
     throw check::ReproError(path, e.line(), "in the graph section: " + e.message());
   }
   std::vector<check::VerifierIssue> issues = check::verify_graph(*g);
-  if (!issues.empty())
-    throw check::ReproError(path, first, "the graph is malformed (the verifier rejects it): " + issues.front().message);
+  if (!issues.empty()) {
+    // The issue quotes the node at fault; its line is the first quoted node's.
+    const std::string& message = issues.front().message;
+    int line = first;
+    size_t earliest = std::string::npos;
+    for (const ir::Node* n : g->nodes()) {
+      size_t at = message.find("`" + ir::print_node(*n) + "`");
+      if (at < earliest) {
+        earliest = at;
+        line = n->source_line;
+      }
+    }
+    throw check::ReproError(path, line, "the graph is malformed (the verifier rejects it): " + message);
+  }
   try {
     run_graph(*g, repro.seed, repro.int_high);
   } catch (const std::exception& e) {

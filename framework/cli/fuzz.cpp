@@ -104,6 +104,28 @@ std::string default_capture_path(const std::string& model, const std::string& pi
   return model + "-" + (slug.empty() ? "pipeline" : slug) + ".repro";
 }
 
+// A numeric option's bounds, checked by CLI11 with a message that says what is allowed
+// ("--cases: must be at least 1, got 0"); `high` 0 means no upper bound.
+CLI::Validator number_at_least(double low, bool low_inclusive = true, double high = 0) {
+  auto text_of = [](double v) {
+    std::string t = std::to_string(v);
+    t.erase(t.find_last_not_of('0') + 1);
+    if (!t.empty() && t.back() == '.') t.pop_back();
+    return t;
+  };
+  std::string description = (low_inclusive ? ">= " : "> ") + text_of(low) + (high > 0 ? ", <= " + text_of(high) : "");
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "expected a number, got '" + text + "'";
+        if (low_inclusive ? v < low : v <= low)
+          return std::string("must be ") + (low_inclusive ? "at least " : "greater than ") + text_of(low) + ", got " + text;
+        if (high > 0 && v > high) return "must be at most " + text_of(high) + ", got " + text;
+        return std::string();
+      },
+      description);
+}
+
 }  // namespace
 
 int run_fuzz(const FuzzArgs& args) {
@@ -179,8 +201,10 @@ int run_fuzz(const FuzzArgs& args) {
                 << (first.repro.empty() ? std::string("none") : first.repro);
       if (!args.chunk.empty())
         std::cout << " (chunk case: a program, not minimized)\n";
-      else
+      else if (first.nodes_before > 0)
         std::cout << "; minimized " << first.nodes_before << " -> " << first.nodes_after << " nodes\n";
+      else
+        std::cout << "; not minimized\n";
     }
     std::cout << std::flush;
     return report.failure_count() > 0 ? 1 : 0;
@@ -318,7 +342,9 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
     CLI::App* capture_cmd = nullptr;
   };
   auto c = std::make_shared<Commands>();
-  const auto jobs_range = CLI::Range(1, campaign::kMaxJobs);
+  const CLI::Validator positive_count = number_at_least(1), non_negative = number_at_least(0),
+                       positive_seconds = number_at_least(0, false),
+                       jobs_range = number_at_least(1, true, campaign::kMaxJobs);
 
   FuzzArgs& fuzz = c->fuzz;
   auto* fuzz_cmd = c->fuzz_cmd =
@@ -328,9 +354,9 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
                        "named pipeline)");
   fuzz_cmd->add_option("--pass", fuzz.pass, "One pass, run after the passes it needs (remat: ac-regions,sac-tag first)");
   fuzz_cmd->add_option("--cases", fuzz.cases, "Number of cases, at least 1 (default 100 when --seconds is not given)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count);
   fuzz_cmd->add_option("--seconds", fuzz.seconds, "Stop starting cases after this many seconds (> 0)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_seconds);
   fuzz_cmd->add_option("--seed", fuzz.seed, "Campaign seed; case i uses a seed derived from it and i")->capture_default_str();
   fuzz_cmd->add_option("--jobs", fuzz.jobs, "Cases run in parallel, one process each (1 to 256)")
       ->check(jobs_range)
@@ -338,12 +364,12 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   fuzz_cmd->add_option("--out", fuzz.out, "Directory for repro files (existing files in it are never replaced)")
       ->capture_default_str();
   fuzz_cmd->add_option("--timeout-ms", fuzz.timeout_ms, "Kill a case after this long (reported as a timeout; > 0)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count)
       ->capture_default_str();
   fuzz_cmd->add_flag("--mutants", fuzz.mutants, "Also register the known-buggy AC mutants (mutant-remat-...)");
   fuzz_cmd->add_flag("--test-passes", fuzz.test_passes, "Also register the test-only passes crash-on-odd and hang");
   fuzz_cmd->add_option("--max-failures", fuzz.max_failures, "Stop after this many failures (0: never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative)
       ->capture_default_str();
   fuzz_cmd->add_option("--baseline-pass", fuzz.baseline_pass,
                        "Count a failure only when this pass, in place of --pass, passes the case (e.g. remat for a mutant)");
@@ -355,7 +381,7 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
                        "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)");
   fuzz_cmd->add_flag("!--no-minimize", fuzz.minimize, "Keep failing repros at their original size");
   fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds, "Time limit of each minimization (>= 0)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative)
       ->capture_default_str();
 
   ReproArgs& repro = c->repro;
@@ -366,15 +392,15 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   repro_cmd->add_option("--timeout-ms", repro.timeout_ms,
                         "Kill the replay after this long (0: no limit; default: the limit a timeout repro records, "
                         "else none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative);
 
   MinimizeArgs& minimize = c->minimize;
   auto* minimize_cmd = c->minimize_cmd = app.add_subcommand("minimize", "Shrink a repro file's graph while the failure persists");
   minimize_cmd->add_option("file", minimize.file, "Repro file")->required();
   minimize_cmd->add_option("--out", minimize.out, "Write here instead of rewriting FILE");
-  minimize_cmd->add_option("--seconds", minimize.seconds, "Time limit (> 0)")->check(CLI::PositiveNumber)->capture_default_str();
+  minimize_cmd->add_option("--seconds", minimize.seconds, "Time limit (> 0)")->check(positive_seconds)->capture_default_str();
   minimize_cmd->add_option("--timeout-ms", minimize.timeout_ms, "Per-candidate limit for crash repros (> 0)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count)
       ->capture_default_str();
 
   CaptureArgs& capture = c->capture;
