@@ -324,5 +324,16 @@ TEST(Fuzz, NoProgressLinesWhenStderrIsNotATerminal) {
   EXPECT_EQ(r.output.find('\r'), std::string::npos) << r.output;
 }
 
+// On a terminal (a pseudo-terminal from script(1)), fuzz draws one progress line that
+// rewrites itself with cases done out of planned.
+TEST(Fuzz, ProgressLineOnATerminal) {
+  if (run_command("command -v script").exit_code != 0) GTEST_SKIP() << "script(1) is not installed";
+  auto r = run_command("script -qec \"" + cli("fuzz --pipeline dce --cases 3 --out " + testing::make_temp_dir()) +
+                       "\" /dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\rfuzz: 3/3 cases, 0 failures"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fuzz summary: 3 cases run"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace passcheck
