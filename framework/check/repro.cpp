@@ -67,6 +67,7 @@ std::string format_repro(const Repro& r, const std::string& path) {
   if (!r.case_description.empty()) os << "#! case: " << one_line(r.case_description) << "\n";
   if (!r.property.empty()) os << "#! property: " << r.property << "\n";
   for (const auto& m : r.messages) os << "#! message: " << one_line(m) << "\n";
+  if (r.timeout_ms > 0) os << "#! timeout-ms: " << r.timeout_ms << "\n";
   os << "#! replay: passcheck repro " << path << "\n";
   os << "# original\n" << r.original;
   if (!r.original.empty() && r.original.back() != '\n') os << "\n";
@@ -161,6 +162,9 @@ Repro parse_repro(const std::string& text, const std::string& path) {
     } else if (key == "int-high") {
       r.int_high = to_int("int-high");
       if (r.int_high < 1) throw ReproError(path, lineno, "int-high must be at least 1");
+    } else if (key == "timeout-ms") {
+      r.timeout_ms = to_int("timeout-ms");
+      if (r.timeout_ms < 1) throw ReproError(path, lineno, "timeout-ms must be at least 1");
     } else if (key == "chunk") {
       if (value.empty()) throw ReproError(path, lineno, "empty chunk configuration");
       r.chunk = value;
@@ -186,6 +190,8 @@ Repro parse_repro(const std::string& text, const std::string& path) {
   if (!have_seed) throw ReproError(path, last, "missing '#! seed: ...'");
   if (section == Section::Header || trim(r.original).empty()) throw ReproError(path, last, "missing the '# original' graph section");
   check_graph(path, original_line, r.original);
+  r.original_first_line = original_line;
+  r.minimized_first_line = minimized_line;
   if (section == Section::Minimized) {
     if (trim(r.minimized).empty()) throw ReproError(path, last, "empty '# minimized' section");
     check_graph(path, minimized_line, r.minimized);

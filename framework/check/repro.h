@@ -38,6 +38,9 @@ struct Repro {
   std::string case_description; ///< where the graph came from (one line)
   std::string property;         ///< pass-properties, remat-properties, crash, timeout ("" while pending)
   std::vector<std::string> messages;  ///< the violations (one line each)
+  /// The case's time limit when it timed out ("#! timeout-ms:"; 0: none recorded), so a
+  /// replay of a hanging pass ends after the same limit.
+  int64_t timeout_ms = 0;
   /// Chunk cases (passcheck fuzz --chunk): the chunk configuration (gen::ChunkConfig
   /// text) and the program (gen::encode_spec text); seed is then the subject seed and the
   /// pipeline "<chunk pass>,<concretize pass>". Replayed by `passcheck repro` through the
@@ -49,6 +52,11 @@ struct Repro {
   std::string minimized;        ///< graph text after shrinking ("" when not minimized)
   /// The graph a replay runs: the minimized one when present.
   const std::string& graph_text() const { return minimized.empty() ? original : minimized; }
+  /// Line of the file where graph_text() begins (0 when not read from a file), so
+  /// errors in the graph name the file's line.
+  int original_first_line = 0;
+  int minimized_first_line = 0;
+  int graph_first_line() const { return minimized.empty() ? original_first_line : minimized_first_line; }
 };
 
 /// The repro file text; `path` goes into the replay command line.

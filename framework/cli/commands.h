@@ -4,7 +4,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+
+namespace CLI {
+class App;
+}
 
 namespace passcheck::cli {
 
@@ -156,7 +161,8 @@ int run_fuzz(const FuzzArgs& args);
 struct ReproArgs {
   std::string file;
   std::string pipeline;  ///< replay with this pipeline instead of the file's
-  int64_t timeout_ms = 0;
+  /// Replay time limit (0: none; -1: the one a timeout repro records, else none).
+  int64_t timeout_ms = -1;
 };
 int run_repro(const ReproArgs& args);
 
@@ -173,11 +179,16 @@ int run_minimize(const MinimizeArgs& args);
 struct CaptureArgs {
   std::string model = "llama3";
   std::string pipeline;
-  std::string out;
+  std::string out;  ///< "" : <model>-<pipeline>.repro in the current directory, never replaced
   uint64_t seed = 0;
   bool mutants = false;
   bool test_passes = false;
 };
 int run_capture(const CaptureArgs& args);
+
+/// Adds the fuzz, repro, minimize and capture subcommands with their options to `app`.
+/// After parsing, the returned function runs the one the command line named and returns
+/// its exit code (std::nullopt when it named another subcommand).
+std::function<std::optional<int>()> add_campaign_commands(CLI::App& app);
 
 }  // namespace passcheck::cli

@@ -158,56 +158,7 @@ int main(int argc, char** argv) {
   app.add_subcommand("models", "List the debug models");
   auto* passes_cmd = app.add_subcommand("passes", "List the registered passes with their options and properties");
 
-  FuzzArgs fuzz;
-  auto* fuzz_cmd = app.add_subcommand("fuzz", "Run generated cases through a pipeline, one process each; write repro files");
-  fuzz_cmd->add_option("--pipeline", fuzz.pipeline, "Pipeline to check, e.g. \"dce,canonicalize,cse,dce\"");
-  fuzz_cmd->add_option("--pass", fuzz.pass, "One pass, run after the passes it needs (remat: ac-regions,sac-tag first)");
-  fuzz_cmd->add_option("--cases", fuzz.cases, "Number of cases (default 100 when --seconds is not given)");
-  fuzz_cmd->add_option("--seconds", fuzz.seconds, "Stop starting cases after this many seconds");
-  fuzz_cmd->add_option("--seed", fuzz.seed, "Campaign seed; case i uses a seed derived from it and i")->capture_default_str();
-  fuzz_cmd->add_option("--jobs", fuzz.jobs, "Cases run in parallel (one process each)")->capture_default_str();
-  fuzz_cmd->add_option("--out", fuzz.out, "Directory for repro files")->capture_default_str();
-  fuzz_cmd->add_option("--timeout-ms", fuzz.timeout_ms, "Kill a case after this long (reported as a timeout)")
-      ->capture_default_str();
-  fuzz_cmd->add_flag("--mutants", fuzz.mutants, "Also register the known-buggy AC mutants (mutant-remat-...)");
-  fuzz_cmd->add_flag("--test-passes", fuzz.test_passes, "Also register the test-only passes crash-on-odd and hang");
-  fuzz_cmd->add_option("--max-failures", fuzz.max_failures, "Stop after this many failures (0: never)")
-      ->capture_default_str();
-  fuzz_cmd->add_option("--baseline-pass", fuzz.baseline_pass,
-                       "Count a failure only when this pass, in place of --pass, passes the case (e.g. remat for a mutant)");
-  fuzz_cmd->add_flag("--models", fuzz.models, "Draw cases from the debug models instead of the program generator");
-  fuzz_cmd->add_flag("--situations", fuzz.situations,
-                     "Draw cases from the cleanup situations generator (the traps of the cleanup passes)");
-  fuzz_cmd->add_option("--chunk", fuzz.chunk,
-                       "Fuzz the chunking passes in this mode (batch): chunkable programs, graph chunking against eager "
-                       "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)");
-  fuzz_cmd->add_flag("!--no-minimize", fuzz.minimize, "Keep failing repros at their original size");
-  fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds, "Time limit of each minimization")
-      ->capture_default_str();
-
-  ReproArgs repro;
-  auto* repro_cmd = app.add_subcommand("repro", "Replay a repro file: exit 1 while the failure is present, 0 once fixed");
-  repro_cmd->add_option("file", repro.file, "Repro file")->required();
-  repro_cmd->add_option("--pipeline", repro.pipeline, "Replay with this pipeline instead of the file's");
-  repro_cmd->add_option("--timeout-ms", repro.timeout_ms, "Kill the replay after this long (0: no limit)")
-      ->capture_default_str();
-
-  MinimizeArgs minimize;
-  auto* minimize_cmd = app.add_subcommand("minimize", "Shrink a repro file's graph while the failure persists");
-  minimize_cmd->add_option("file", minimize.file, "Repro file")->required();
-  minimize_cmd->add_option("--out", minimize.out, "Write here instead of rewriting FILE");
-  minimize_cmd->add_option("--seconds", minimize.seconds, "Time limit")->capture_default_str();
-  minimize_cmd->add_option("--timeout-ms", minimize.timeout_ms, "Per-candidate limit for crash repros")
-      ->capture_default_str();
-
-  CaptureArgs capture;
-  auto* capture_cmd = app.add_subcommand("capture", "Write a repro file for a debug model and a pipeline (regressions)");
-  capture_cmd->add_option("--model", capture.model, "Debug model")->capture_default_str();
-  capture_cmd->add_option("--pipeline", capture.pipeline, "Pipeline")->required();
-  capture_cmd->add_option("--out", capture.out, "Repro file to write")->required();
-  capture_cmd->add_option("--seed", capture.seed, "Model and input seed")->capture_default_str();
-  capture_cmd->add_flag("--mutants", capture.mutants, "Also register the AC mutants");
-  capture_cmd->add_flag("--test-passes", capture.test_passes, "Also register the test-only passes");
+  auto run_campaign_command = add_campaign_commands(app);
 
   // One exit-code contract (README "Exit codes"): --help and --version are 0, every
   // usage error (unknown subcommand or option, a missing or malformed value) is 2.
@@ -222,10 +173,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return report_usage_error(app, argc, argv, e);
   }
-  if (*fuzz_cmd) return run_fuzz(fuzz);
-  if (*repro_cmd) return run_repro(repro);
-  if (*minimize_cmd) return run_minimize(minimize);
-  if (*capture_cmd) return run_capture(capture);
+  if (std::optional<int> code = run_campaign_command()) return *code;
   if (*trace_cmd) return run_trace(trace);
   if (*run_cmd) return run_graph_file(run);
   if (*opt_cmd) return run_opt(opt);

@@ -136,6 +136,16 @@ void check_writable(const std::string& path, const std::string& what) {
   if (::access(probe.c_str(), W_OK) != 0) fail(what, path, "write", errno);
 }
 
+bool create_exclusively(const std::string& path, const std::string& what) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return false;
+    fail(what, path, "create", errno);
+  }
+  if (::close(fd) != 0) fail(what, path, "create", errno);
+  return true;
+}
+
 void ensure_directory(const std::string& path, const std::string& what) {
   if (path.empty()) throw FileError(what + ": empty directory name");
   PathKind kind = kind_of(path);

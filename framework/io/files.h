@@ -31,6 +31,11 @@ void write_file(const std::string& path, const std::string& content, const std::
 /// every failure.
 void write_file_atomically(const std::string& path, const std::string& content, const std::string& what);
 
+/// Creates `path` as an empty regular file only when nothing exists there (O_EXCL), so
+/// a caller never takes over a file someone else wrote. Returns false when `path`
+/// exists; FileError for every other failure (the OS reason named).
+bool create_exclusively(const std::string& path, const std::string& what);
+
 /// Creates `path` and its parents as directories when missing; FileError when that is
 /// impossible or `path` exists and is not a directory.
 void ensure_directory(const std::string& path, const std::string& what);

@@ -1,14 +1,21 @@
 // passcheck fuzz / repro / minimize end to end: the summary line, crash and timeout
 // isolation (a crashing or hanging test pass costs one case, not the campaign), repro
-// exit codes, and the whole workflow with a mutant standing in for a bug.
+// exit codes, the whole workflow with a mutant standing in for a bug; campaigns run
+// through the library (framework/campaign) with their progress reports; repro files
+// of an earlier campaign surviving a later one; option checks and defaults.
+#include "framework/campaign/campaign.h"
 #include "framework/check/repro.h"
+#include "suites/mutants/test_passes.h"
 #include "suites/support/test_support.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
+#include <sstream>
 
 namespace passcheck {
 namespace {
@@ -23,6 +30,18 @@ std::vector<std::string> repros_in(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".repro") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Every repro file in `dir` with its content.
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& f : repros_in(dir)) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    files[f] = ss.str();
+  }
   return files;
 }
 
@@ -140,6 +159,179 @@ TEST(FuzzWorkflow, MutantIsFoundReplayedAndFixed) {
   auto min = run_command(cli("minimize " + files[0] + " --seconds 20 --out " + dir + "/min.repro"));
   ASSERT_EQ(min.exit_code, 0) << min.output;
   EXPECT_EQ(run_command(cli("repro " + dir + "/min.repro")).exit_code, 1);
+}
+
+// The campaign as a library: a small campaign with a crashing test pass, its report,
+// the repro of every failure, and progress reports whose counts only grow.
+TEST(Campaign, RunsThroughTheLibraryWithProgressAndFailureReports) {
+  check::PassRegistry registry;
+  check::register_builtin_passes(registry);
+  mutants::register_test_passes(registry);
+  campaign::CampaignOptions options;
+  options.pass = "crash-on-odd";
+  options.cases = 6;
+  options.seed = 4;
+  options.minimize = false;
+  options.out = testing::make_temp_dir();
+  options.registries = {"test"};
+  std::vector<campaign::CampaignProgress> progress;
+  std::vector<campaign::CaseFailure> failures;
+  campaign::CampaignCallbacks callbacks;
+  callbacks.on_progress = [&](const campaign::CampaignProgress& p) { progress.push_back(p); };
+  callbacks.on_failure = [&](const campaign::CaseFailure& f) { failures.push_back(f); };
+  campaign::CampaignReport report = campaign::run_campaign(options, registry, callbacks);
+
+  EXPECT_EQ(report.cases_run, 6);
+  EXPECT_GE(report.crashes, 1);
+  EXPECT_EQ(report.violations + report.timeouts, 0);
+  EXPECT_EQ(report.repro_files, report.crashes);
+  ASSERT_EQ(static_cast<int64_t>(failures.size()), report.crashes);
+  ASSERT_EQ(report.failures.size(), failures.size());
+  for (const auto& f : failures) {
+    EXPECT_EQ(f.kind, "crash");
+    ASSERT_FALSE(f.repro.empty());
+    EXPECT_EQ(check::read_repro(f.repro).status, "crash");
+  }
+  EXPECT_EQ(repros_in(options.out).size(), failures.size());
+
+  ASSERT_FALSE(progress.empty());
+  for (size_t i = 1; i < progress.size(); ++i) {
+    EXPECT_GE(progress[i].done, progress[i - 1].done);
+    EXPECT_GE(progress[i].failures, progress[i - 1].failures);
+    EXPECT_GE(progress[i].elapsed_s, progress[i - 1].elapsed_s);
+  }
+  EXPECT_EQ(progress.back().done, 6);
+  EXPECT_EQ(progress.back().total, 6);
+  EXPECT_EQ(progress.back().failures, report.crashes);
+  // One report per finished case at least: every count from 1 to 6 shows up.
+  for (int64_t n = 1; n <= 6; ++n)
+    EXPECT_TRUE(std::any_of(progress.begin(), progress.end(), [&](const auto& p) { return p.done == n; })) << n;
+}
+
+TEST(Campaign, BadOptionsAreRejectedBeforeAnyCaseRuns) {
+  check::PassRegistry registry;
+  check::register_builtin_passes(registry);
+  campaign::CampaignOptions options;
+  options.pass = "dce";
+  options.out = testing::make_temp_dir() + "/never-created";
+  auto rejects = [&](campaign::CampaignOptions o, const std::string& needle) {
+    try {
+      campaign::run_campaign(o, registry);
+      ADD_FAILURE() << "accepted; expected " << needle;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  campaign::CampaignOptions o = options;
+  o.baseline_pass = "no-such-pass";
+  rejects(o, "--baseline-pass no-such-pass");
+  o = options;
+  o.jobs = campaign::kMaxJobs + 1;
+  rejects(o, "--jobs");
+  o = options;
+  o.timeout_ms = 0;
+  rejects(o, "--timeout-ms");
+  o = options;
+  o.cases = -1;
+  rejects(o, "--cases");
+  EXPECT_FALSE(fs::exists(options.out));
+}
+
+// A second campaign into the same --out never deletes or replaces what the first left:
+// neither the same failing campaign again (same seed, so the same case names) nor a
+// passing one whose cases would have removed files of those names.
+TEST(Fuzz, ALaterCampaignKeepsTheReprosOfAnEarlierOne) {
+  std::string dir = testing::make_temp_dir();
+  const std::string failing = "fuzz --pass crash-on-odd --cases 6 --seed 9 --test-passes --no-minimize --out " + dir;
+  auto first = run_command(cli(failing));
+  ASSERT_EQ(first.exit_code, 1) << first.output;
+  std::map<std::string, std::string> before = snapshot(dir);
+  ASSERT_FALSE(before.empty()) << first.output;
+
+  auto again = run_command(cli(failing));
+  ASSERT_EQ(again.exit_code, 1) << again.output;
+  auto passing = run_command(cli("fuzz --pipeline dce --cases 6 --seed 9 --out " + dir));
+  ASSERT_EQ(passing.exit_code, 0) << passing.output;
+
+  std::map<std::string, std::string> after = snapshot(dir);
+  for (const auto& [path, content] : before) {
+    ASSERT_TRUE(after.count(path)) << path << " was deleted\n" << again.output << passing.output;
+    EXPECT_EQ(after.at(path), content) << path << " was changed";
+  }
+  // The second failing run kept its own repros too, under new names.
+  EXPECT_EQ(after.size(), 2 * before.size()) << again.output;
+  EXPECT_EQ(summary_count(again.output, "repro files written"), static_cast<long long>(before.size())) << again.output;
+  // No claimed file is left behind (coverage files, empty claims of passing cases).
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().extension(), ".repro") << e.path();
+}
+
+// Numeric options out of range are refused by the parser with the option named; the
+// parser's errors become exit 2 in main (any code but 0 and 1 is accepted here).
+TEST(Fuzz, OutOfRangeNumericOptionsAreRejectedNamingTheOption) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"fuzz --pipeline dce --cases 0", "--cases"},
+      {"fuzz --pipeline dce --cases -3", "--cases"},
+      {"fuzz --pipeline dce --seconds 0", "--seconds"},
+      {"fuzz --pipeline dce --seconds -1", "--seconds"},
+      {"fuzz --pipeline dce --timeout-ms 0", "--timeout-ms"},
+      {"fuzz --pipeline dce --timeout-ms -5", "--timeout-ms"},
+      {"fuzz --pipeline dce --minimize-seconds -1", "--minimize-seconds"},
+      {"fuzz --pipeline dce --jobs 0", "--jobs"},
+      {"fuzz --pipeline dce --jobs 100000", "--jobs"},
+      {"fuzz --pipeline dce --max-failures -1", "--max-failures"},
+      {"repro x.repro --timeout-ms -1", "--timeout-ms"},
+      {"minimize x.repro --seconds 0", "--seconds"},
+      {"minimize x.repro --timeout-ms 0", "--timeout-ms"},
+  };
+  std::string dir = testing::make_temp_dir();
+  for (const auto& [args, option] : bad) {
+    auto r = run_command("cd " + dir + " && " + cli(args));
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(option + ": must be"), std::string::npos) << args << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/repros"));
+  auto baseline = run_command(cli("fuzz --pass dce --baseline-pass no-such-pass --cases 1 --out " + dir + "/o"));
+  EXPECT_EQ(baseline.exit_code, 2) << baseline.output;
+  EXPECT_NE(baseline.output.find("--baseline-pass no-such-pass: no such pass"), std::string::npos) << baseline.output;
+  EXPECT_FALSE(fs::exists(dir + "/o"));
+}
+
+TEST(Fuzz, WithoutPassOrPipelineTheDefaultPipelineIsFuzzed) {
+  auto r = run_command(cli("fuzz --cases 2 --out " + testing::make_temp_dir()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fuzzing the default pipeline"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("pipeline: dce,canonicalize,ac-regions,sac-tag,remat{rng=replay}"), std::string::npos)
+      << r.output;
+}
+
+TEST(Fuzz, AnOutThatCannotBeCreatedIsExit2WithTheReason) {
+  auto missing = run_command(cli("fuzz --pipeline dce --cases 1 --out /proc/self/passcheck-no-such-dir"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("No such file or directory"), std::string::npos) << missing.output;
+  std::string file = testing::make_temp_dir() + "/a-file";
+  testing::write_text(file, "x");
+  auto not_dir = run_command(cli("fuzz --pipeline dce --cases 1 --out " + file));
+  EXPECT_EQ(not_dir.exit_code, 2) << not_dir.output;
+  EXPECT_NE(not_dir.output.find("is not a directory"), std::string::npos) << not_dir.output;
+}
+
+// Captured output is not a terminal: no progress lines, only the results.
+TEST(Fuzz, NoProgressLinesWhenStderrIsNotATerminal) {
+  auto r = run_command(cli("fuzz --pipeline dce --cases 3 --out " + testing::make_temp_dir()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("fuzz: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\r'), std::string::npos) << r.output;
+}
+
+// On a terminal (a pseudo-terminal from script(1)), fuzz draws one progress line that
+// rewrites itself with cases done out of planned.
+TEST(Fuzz, ProgressLineOnATerminal) {
+  if (run_command("command -v script").exit_code != 0) GTEST_SKIP() << "script(1) is not installed";
+  auto r = run_command("script -qec \"" + cli("fuzz --pipeline dce --cases 3 --out " + testing::make_temp_dir()) +
+                       "\" /dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\rfuzz: 3/3 cases, 0 failures"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fuzz summary: 3 cases run"), std::string::npos) << r.output;
 }
 
 }  // namespace
