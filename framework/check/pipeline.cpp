@@ -13,6 +13,16 @@
 
 namespace passcheck::check {
 
+const std::map<std::string, std::string>& named_pipelines() {
+  static const std::map<std::string, std::string> pipelines = {
+      // Upstream's default order (DCE, canonicalize, memory-policy tagging, remat),
+      // with random ops replayed rather than refused.
+      {"default", "dce,canonicalize,ac-regions,sac-tag,remat{rng=replay}"},
+      {"cleanup", "dce,canonicalize,cse,dce"},
+  };
+  return pipelines;
+}
+
 namespace {
 
 // Values the parser would otherwise split are written quoted, so str() parses back.
@@ -31,15 +41,6 @@ bool is_name_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
 }
 
-const std::map<std::string, std::string>& named_pipelines() {
-  static const std::map<std::string, std::string> pipelines = {
-      // Upstream's default order (DCE, canonicalize, memory-policy tagging, remat),
-      // with random ops replayed rather than refused.
-      {"default", "dce,canonicalize,ac-regions,sac-tag,remat{rng=replay}"},
-      {"cleanup", "dce,canonicalize,cse,dce"},
-  };
-  return pipelines;
-}
 
 // Recursive-descent parser over the pipeline text. Columns are 1-based.
 class PipelineParser {

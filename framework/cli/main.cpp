@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");
   check_cmd->add_option("--model", check.model, "Debug model (see `passcheck models`)")->capture_default_str();
   check_cmd->add_option("--steps", check.steps, "Optimizer steps")->check(kSteps)->capture_default_str();
-  check_cmd->add_option("--optimizer", check.optimizer, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
+  check_cmd->add_option("--optimizer", check.optimizer, "sgd or adam")->capture_default_str();
   check_cmd->add_option("--lr", check.learning_rate, "Learning rate")->check(kLearningRate)->capture_default_str();
   check_cmd->add_flag("--meta", check.meta, "Trace on the meta device, then run on the real one");
   check_cmd->add_flag("--verbose", check.verbose, "Print every compared tensor");

@@ -68,7 +68,7 @@ TEST(Cli, UnknownModelListsTheKnownOnes) {
 
 TEST(Cli, UnknownOptionAndOptimizerAreErrors) {
   auto option = run_command(cli("check --model mlp --frobnicate"));
-  EXPECT_NE(option.exit_code, 0);
+  EXPECT_EQ(option.exit_code, 2);
   EXPECT_NE(option.output.find("--frobnicate"), std::string::npos) << option.output;
   auto optimizer = run_command(cli("check --model mlp --optimizer lion"));
   EXPECT_EQ(optimizer.exit_code, 2);
