@@ -7,7 +7,7 @@
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
 #include "oracles/training_driver.h"
-#include "suites/mutants/ac_mutants.h"
+#include "suites/mutants/mutants.h"
 #include "suites/support/test_support.h"
 
 #include <gtest/gtest.h>
