@@ -76,22 +76,22 @@ void register_ac_passes(check::PassRegistry& registry) {
                  writes_saved_storage_guard()}},
                apply_ac_pass);
   check::PassInfo remat{"remat",
-                "Recompute recomputable forward nodes right before their first backward use",
-                {{"rng", "random ops tagged recomputable: error, or replay the saved generator state", "error",
-                  {"error", "replay"}}},
-                NumericsEffect::MemoryOnly,
-                true,
-                {{"duplicate-target", "a recomputable forward node a backward node needs is duplicated before it"},
-                 {"replay-rng", "a recomputed random op replays its saved generator state (rng=replay)"},
-                 {"rewire-backward-reader", "a backward reader of a target reads its duplicate instead"},
-                 {"erase-original", "an original left without readers is erased"}},
-                {must_stay_in_forward_guard(),
-                 reads_value_written_later_guard(),
-                 writes_saved_storage_guard(),
-                 {"random-op-without-replay", "a random op tagged recomputable without rng=replay is an error"},
-                 {"disjoint-backward-regions", "more than one backward region needs recomputation: an error"},
-                 {"original-still-read", "an original with readers left (forward users) is kept"},
-                 {"random-original-kept", "a random original is kept: its draw advances the generator"}}};
+                        "Recompute recomputable forward nodes right before their first backward use",
+                        {{"rng", "random ops tagged recomputable: error, or replay the saved generator state", "error",
+                          {"error", "replay"}}},
+                        NumericsEffect::MemoryOnly,
+                        true,
+                        {{"duplicate-target", "a recomputable forward node a backward node needs is duplicated before it"},
+                         {"replay-rng", "a recomputed random op replays its saved generator state (rng=replay)"},
+                         {"rewire-backward-reader", "a backward reader of a target reads its duplicate instead"},
+                         {"erase-original", "an original left without readers is erased"}},
+                        {must_stay_in_forward_guard(),
+                         reads_value_written_later_guard(),
+                         writes_saved_storage_guard(),
+                         {"random-op-without-replay", "a random op tagged recomputable without rng=replay is an error"},
+                         {"disjoint-backward-regions", "more than one backward region needs recomputation: an error"},
+                         {"original-still-read", "an original with readers left (forward users) is kept"},
+                         {"random-original-kept", "a random original is kept: its draw advances the generator"}}};
   // Historical bugs of specs/passes.md the mutant library can ask for; the real pass
   // never reproduces one unless told through InjectedFaults::injected_bugs.
   remat.injectable_bugs = {
