@@ -18,18 +18,31 @@
 namespace passcheck {
 namespace {
 
-// Two backward readers of a prefer_recompute sin and a must_recompute cos: remat and
-// each remat mutant leave a different graph.
-const char* kRematGraph = R"(graph(param %w : f32[4, 4], arg %x : f32[4, 4]):
-  %a : f32[4, 4] = aten::mm(%x, %w)  #{fqn="layers.0", recompute=must_save}
-  %b : f32[4, 4] = aten::sin(%a)  #{fqn="layers.0", recompute=prefer_recompute}
-  %c : f32[4, 4] = aten::cos(%a)  #{fqn="layers.0", recompute=must_recompute}
-  %s : f32[] = aten::sum(%a, None)  #{phase=loss, fqn="loss"}
-  %g1 : f32[4, 4] = aten::mul.Tensor(%b, %c)  #{phase=backward, fqn="layers.0"}
-  %g2 : f32[4, 4] = aten::add.Tensor(%g1, %b, 1)  #{phase=backward, fqn="layers.0"}
-  %g3 : f32[4, 4] = aten::mul.Tensor(%g2, %c)  #{phase=backward, fqn="layers.0"}
-  return (%s, %g3)
-)";
+// A chain of prefer_recompute and must_recompute forward nodes, each read twice in the
+// backward: remat and each remat mutant leave a different graph, and the chain keeps
+// remat busy long enough for the two threads to overlap inside it.
+std::string remat_graph() {
+  std::string text = "graph(param %w : f32[4, 4], arg %x : f32[4, 4]):\n"
+                     "  %a : f32[4, 4] = aten::mm(%x, %w)  #{fqn=\"layers.0\", recompute=must_save}\n";
+  std::string prev = "a";
+  constexpr int kChain = 16;
+  for (int i = 0; i < kChain; ++i) {
+    const std::string v = "f" + std::to_string(i);
+    text += "  %" + v + " : f32[4, 4] = aten::" + (i % 2 ? "cos" : "sin") + "(%" + prev + ")  #{fqn=\"layers.0\", " +
+            (i % 2 ? "recompute=must_recompute}" : "recompute=prefer_recompute}") + "\n";
+    prev = v;
+  }
+  text += "  %s : f32[] = aten::sum(%a, None)  #{phase=loss, fqn=\"loss\"}\n";
+  std::string grad = "a";
+  for (int i = kChain; i-- > 0;) {
+    const std::string v = "f" + std::to_string(i);
+    const std::string g1 = "g" + std::to_string(i), g2 = "h" + std::to_string(i);
+    text += "  %" + g1 + " : f32[4, 4] = aten::mul.Tensor(%" + grad + ", %" + v + ")  #{phase=backward, fqn=\"layers.0\"}\n";
+    text += "  %" + g2 + " : f32[4, 4] = aten::add.Tensor(%" + g1 + ", %" + v + ", 1)  #{phase=backward, fqn=\"layers.0\"}\n";
+    grad = g2;
+  }
+  return text + "  return (%s, %" + grad + ")\n";
+}
 
 // A chunkable layer with an in-place counter update (chunk chains it, the mutant does not).
 const char* kChunkGraph = R"(symbol s0 in [2, 4] hint 4 multiple_of 2
@@ -58,7 +71,7 @@ const char* kCseGraph = R"(graph(param %w : f32[4, 4], arg %x : f32[2, 4]):
 struct Job {
   std::string pass;
   std::map<std::string, std::string> options;
-  const char* graph;
+  std::string graph;
 };
 
 // Everything a run leaves: the printed graph and the whole PassResult.
@@ -72,19 +85,29 @@ struct Outcome {
   }
 };
 
-Outcome run_job(const Job& job) {
+std::unique_ptr<ir::Graph> input_of(const Job& job) { return ir::parse_graph(job.graph, job.pass + ".graph"); }
+
+check::PassResult run_pass(const Job& job, ir::Graph& graph) {
   const check::RegisteredPass& pass = mutants::registry_with_mutants().get(job.pass);
-  std::unique_ptr<ir::Graph> graph = ir::parse_graph(job.graph, job.pass + ".graph");
-  check::PassResult r = pass.run(*graph, check::PassOptions(pass.info, job.options));
-  return {graph->print(), r.changed, r.stats, r.rules_fired, r.guards_refused};
+  return pass.run(graph, check::PassOptions(pass.info, job.options));
+}
+
+Outcome outcome_of(const ir::Graph& graph, const check::PassResult& r) {
+  return {graph.print(), r.changed, r.stats, r.rules_fired, r.guards_refused};
+}
+
+Outcome run_alone(const Job& job) {
+  std::unique_ptr<ir::Graph> graph = input_of(job);
+  check::PassResult r = run_pass(job, *graph);
+  return outcome_of(*graph, r);
 }
 
 const std::vector<Job>& jobs() {
   static const std::vector<Job> all = {
-      {"remat", {}, kRematGraph},
-      {"mutant-remat-ignores-prefer-recompute", {}, kRematGraph},
-      {"mutant-remat-recomputes-twice", {}, kRematGraph},
-      {"mutant-remat-keeps-original", {}, kRematGraph},
+      {"remat", {}, remat_graph()},
+      {"mutant-remat-ignores-prefer-recompute", {}, remat_graph()},
+      {"mutant-remat-recomputes-twice", {}, remat_graph()},
+      {"mutant-remat-keeps-original", {}, remat_graph()},
       {"chunk", {{"early-accumulation", "false"}}, kChunkGraph},
       {"mutant-chunk-unchained-buffer-update", {{"early-accumulation", "false"}}, kChunkGraph},
       {"cse", {}, kCseGraph},
@@ -96,8 +119,8 @@ const std::vector<Job>& jobs() {
 TEST(PassConcurrency, MutantsAndRealPassesDifferWhenRunAlone) {
   // Otherwise a fault leaking into the other thread would change nothing visible.
   std::map<std::string, Outcome> alone;
-  for (const Job& j : jobs()) alone[j.pass] = run_job(j);
-  EXPECT_EQ(alone["remat"].stats.at("recomputed_nodes"), 2);
+  for (const Job& j : jobs()) alone[j.pass] = run_alone(j);
+  EXPECT_EQ(alone["remat"].stats.at("recomputed_nodes"), 16);
   EXPECT_FALSE(alone["mutant-remat-ignores-prefer-recompute"] == alone["remat"]);
   EXPECT_FALSE(alone["mutant-remat-recomputes-twice"] == alone["remat"]);
   EXPECT_FALSE(alone["mutant-remat-keeps-original"] == alone["remat"]);
@@ -107,34 +130,45 @@ TEST(PassConcurrency, MutantsAndRealPassesDifferWhenRunAlone) {
 
 TEST(PassConcurrency, TwoThreadsGetWhatEachPassGivesAlone) {
   std::vector<Outcome> alone;
-  for (const Job& j : jobs()) alone.push_back(run_job(j));
-  constexpr int kIterations = 400;
+  for (const Job& j : jobs()) alone.push_back(run_alone(j));
+  constexpr int kIterations = 2000;
   constexpr int kThreads = 2;
+  const size_t n = jobs().size();
+  // Thread 0 walks the jobs forward, thread 1 backward from the middle: over the
+  // iterations every pass meets every other (remat beside its mutants included).
+  auto job_index = [n](int thread, int i) { return thread == 0 ? i % n : (n / 2 + n - i % n) % n; };
+  // The inputs are parsed and the results printed outside the threads, so the threads
+  // do nothing but run passes and overlap as much as they can.
+  std::vector<std::vector<std::unique_ptr<ir::Graph>>> graphs(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kIterations; ++i) graphs[t].push_back(input_of(jobs()[job_index(t, i)]));
+  std::vector<std::vector<check::PassResult>> results(kThreads, std::vector<check::PassResult>(kIterations));
+  std::vector<std::vector<std::string>> errors(kThreads);
   std::atomic<int> ready{0};
-  std::vector<std::vector<std::string>> mismatches(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
-      // Start together, so the two threads overlap from the first iteration.
       ++ready;
       while (ready.load() < kThreads) std::this_thread::yield();
-      // Thread 0 walks the jobs forward, thread 1 backward from the middle: over the
-      // iterations every pass meets every other (remat beside its mutants included).
-      const size_t n = jobs().size();
       for (int i = 0; i < kIterations; ++i) {
-        const size_t k = t == 0 ? i % n : (n / 2 + n - i % n) % n;
+        const Job& job = jobs()[job_index(t, i)];
         try {
-          if (!(run_job(jobs()[k]) == alone[k]))
-            mismatches[t].push_back(jobs()[k].pass + " at iteration " + std::to_string(i));
+          results[t][i] = run_pass(job, *graphs[t][i]);
         } catch (const std::exception& e) {
-          mismatches[t].push_back(jobs()[k].pass + " threw at iteration " + std::to_string(i) + ": " + e.what());
+          errors[t].push_back(job.pass + " threw at iteration " + std::to_string(i) + ": " + e.what());
         }
       }
     });
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) {
-    EXPECT_TRUE(mismatches[t].empty()) << "thread " << t << ": " << mismatches[t].size()
-                                       << " runs differ from the pass run alone, first: " << mismatches[t].front();
+    std::vector<std::string> mismatches = errors[t];
+    for (int i = 0; i < kIterations; ++i) {
+      const size_t k = job_index(t, i);
+      if (!(outcome_of(*graphs[t][i], results[t][i]) == alone[k]))
+        mismatches.push_back(jobs()[k].pass + " at iteration " + std::to_string(i));
+    }
+    EXPECT_TRUE(mismatches.empty()) << "thread " << t << ": " << mismatches.size()
+                                    << " runs differ from the pass run alone, first: " << mismatches.front();
   }
 }
 
