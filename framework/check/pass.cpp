@@ -181,6 +181,19 @@ bool declares(const std::vector<DecisionInfo>& decisions, const std::string& nam
 
 bool PassInfo::declares_rule(const std::string& rule) const { return declares(rules, rule); }
 bool PassInfo::declares_guard(const std::string& guard) const { return declares(guards, guard); }
+bool PassInfo::declares_bug(const std::string& bug) const { return declares(injectable_bugs, bug); }
+
+void check_faults_declared(const PassInfo& info, const InjectedFaults& faults) {
+  auto require = [&](const std::set<std::string>& names, bool (PassInfo::*declared)(const std::string&) const,
+                     const char* kind) {
+    for (const std::string& name : names)
+      if (!(info.*declared)(name))
+        throw PassConfigError("pass '" + info.name + "' declares no " + kind + " '" + name + "'");
+  };
+  require(faults.disabled_guards, &PassInfo::declares_guard, "guard");
+  require(faults.widened_rules, &PassInfo::declares_rule, "rule");
+  require(faults.injected_bugs, &PassInfo::declares_bug, "injectable bug");
+}
 
 // ---- PassRegistry -------------------------------------------------------------------
 

@@ -73,9 +73,14 @@ struct PassInfo {
   /// Every rule the pass can fire and every guard that can refuse, by name.
   std::vector<DecisionInfo> rules;
   std::vector<DecisionInfo> guards;
+  /// Known-buggy behaviours the pass can be told to reproduce (a historical bug that is
+  /// no rule or guard of its own): the names a mutant may put in
+  /// InjectedFaults::injected_bugs. Never set by a pipeline built from text.
+  std::vector<DecisionInfo> injectable_bugs;
 
   bool declares_rule(const std::string& rule) const;
   bool declares_guard(const std::string& guard) const;
+  bool declares_bug(const std::string& bug) const;
 };
 
 /// Bad pass name, option or option value; the message names the pass and the option.
@@ -85,14 +90,21 @@ class PassConfigError : public std::invalid_argument {
 };
 
 /// Faults injected into one invocation of a real pass to make a known-buggy variant:
-/// guards that never refuse, rules applied beyond their conditions. Empty for every
-/// pipeline built from text; only the test-side mutant library (suites/mutants) builds
-/// non-empty ones, through PassOptions::with_faults.
+/// guards that never refuse, rules applied beyond their conditions, historical bugs
+/// reproduced. Empty for every pipeline built from text; only the test-side mutant
+/// library (suites/mutants) builds non-empty ones, through PassOptions::with_faults.
+/// Carried by the options of one call, so two calls in two threads never share them.
 struct InjectedFaults {
   std::set<std::string> disabled_guards;
   std::set<std::string> widened_rules;
-  bool empty() const { return disabled_guards.empty() && widened_rules.empty(); }
+  /// Names from PassInfo::injectable_bugs.
+  std::set<std::string> injected_bugs;
+  bool empty() const { return disabled_guards.empty() && widened_rules.empty() && injected_bugs.empty(); }
 };
+
+/// Throws PassConfigError naming the pass and the fault when `faults` names a guard, rule
+/// or injectable bug that `info` does not declare (a mutant must break a real decision).
+void check_faults_declared(const PassInfo& info, const InjectedFaults& faults);
 
 /// Option values of one pass invocation, validated against its PassInfo (defaults
 /// filled in, unknown names and values outside `choices` rejected).
@@ -166,6 +178,8 @@ class Decisions {
   }
   /// True when a mutant widened `rule`: the pass applies it beyond its usual conditions.
   bool widened(const std::string& rule) const { return faults_.widened_rules.count(rule) > 0; }
+  /// True when a mutant asked this call to reproduce the declared historical `bug`.
+  bool injected(const std::string& bug) const { return faults_.injected_bugs.count(bug) > 0; }
 
  private:
   PassResult& result_;
@@ -184,8 +198,9 @@ struct RegisteredPass {
 class PassRegistry {
  public:
   /// The process-wide registry with the built-in passes (defined in
-  /// passes/registry.cpp, so users of it link passcheck_passes).
-  static PassRegistry& global();
+  /// passes/registry.cpp, so users of it link passcheck_passes). Const: built once,
+  /// never changed, so threads share it freely; a registry with more passes is a copy.
+  static const PassRegistry& global();
   void add(PassInfo info, PassFunction run);
   /// Throws PassConfigError listing the known passes.
   const RegisteredPass& get(const std::string& name) const;

@@ -16,6 +16,7 @@
 #include "oracles/eager_checkpoint.h"
 #include "oracles/symbolic_trace.h"
 #include "oracles/training_driver.h"
+#include "suites/mutants/mutants.h"
 
 #include <ATen/ATen.h>
 
@@ -290,8 +291,9 @@ int run_check(const CheckArgs& args) {
   });
 }
 
-int run_passes() {
+int run_passes(bool mutants) {
   std::cout << check::PassRegistry::global().catalogue();
+  if (mutants) std::cout << mutants::mutant_catalogue();
   return 0;
 }
 

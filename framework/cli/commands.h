@@ -113,8 +113,9 @@ struct ProveArgs {
 };
 int run_prove(const ProveArgs& args);
 
-/// `passcheck passes`: the pass catalogue.
-int run_passes();
+/// `passcheck passes`: the pass catalogue; with `mutants`, then the known-buggy variants
+/// of suites/mutants (name, pass corrupted, historical bug, description).
+int run_passes(bool mutants = false);
 
 struct BenchArgs {
   std::string model = "llama3";

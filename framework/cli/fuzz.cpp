@@ -16,8 +16,7 @@
 #include "framework/version.h"
 #include "oracles/models/subject.h"
 #include "oracles/training_driver.h"
-#include "suites/mutants/ac_mutants.h"
-#include "suites/mutants/cleanup_mutants.h"
+#include "suites/mutants/mutants.h"
 #include "suites/mutants/test_passes.h"
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
 #include "generators/program.h"
@@ -47,11 +46,7 @@ check::PassRegistry make_registry(const std::vector<std::string>& extra) {
   check::PassRegistry registry;
   check::register_builtin_passes(registry);
   for (const auto& set : extra) {
-    if (set == "mutants") {
-      mutants::register_ac_mutants(registry);
-      mutants::register_chunk_mutants(registry);
-      mutants::register_cleanup_mutants(registry);
-    }
+    if (set == "mutants") mutants::register_all_mutants(registry);
     if (set == "test") mutants::register_test_passes(registry);
   }
   return registry;

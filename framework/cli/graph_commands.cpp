@@ -8,7 +8,7 @@
 #include "framework/cli/graph_tools.h"
 #include "framework/compat/torch_compat.h"
 #include "framework/ir/text.h"
-#include "suites/mutants/ac_mutants.h"
+#include "suites/mutants/mutants.h"
 
 #include <c10/util/Exception.h>
 

@@ -157,6 +157,8 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("models", "List the debug models");
   auto* passes_cmd = app.add_subcommand("passes", "List the registered passes with their options and properties");
+  bool passes_mutants = false;
+  passes_cmd->add_flag("--mutants", passes_mutants, "Also list the known-buggy passes (mutant-...) after the real ones");
 
   auto run_campaign_command = add_campaign_commands(app);
 
@@ -182,6 +184,6 @@ int main(int argc, char** argv) {
   if (*chunk_cmd) return run_chunk(chunk);
   if (*prove_cmd) return run_prove(prove);
   if (*bench_cmd) return run_bench(bench);
-  if (*passes_cmd) return run_passes();
+  if (*passes_cmd) return run_passes(passes_mutants);
   return run_models();
 }

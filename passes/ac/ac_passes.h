@@ -18,23 +18,6 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
 check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& options);
 check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options);
 
-/// Fault injection for the mutant suite (suites/mutants): each flag, turned off,
-/// reproduces one historical rematerialization bug of specs/passes.md. The registered
-/// pass always runs with every flag on.
-struct RematBehaviour {
-  /// Off: only MUST_RECOMPUTE nodes are recomputed, PREFER_RECOMPUTE is ignored and
-  /// the backward reads the saved forward value (bug 1, pytorch 178935).
-  bool honour_prefer_recompute = true;
-  /// Off: in rng=replay mode the duplicate of a random op draws fresh numbers (bug 2).
-  bool replay_rng_state = true;
-  /// Off: only the earliest backward reader moves to the duplicate; later readers keep
-  /// reading the original, which stays alive until the backward (bug 3).
-  bool rewire_all_readers = true;
-  /// Off: each backward reader gets its own duplicate: a node is recomputed twice (bug 3).
-  bool share_duplicates = true;
-};
-check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& options, const RematBehaviour& behaviour);
-
 /// Upgrades a recomputable forward node that feeds a recomputable forward node of a
 /// higher layer to MUST_SAVE, so recomputation never crosses a layer boundary.
 /// Returns how many nodes changed; counts rule save-layer-boundary in `d`.

@@ -10,18 +10,26 @@ namespace passcheck::passes {
 namespace {
 
 // Decisions shared by sac-tag and apply-ac (save_layer_boundaries and
-// save_in_place_writes_to_saved_storage, plus the tagging guards).
-const check::DecisionInfo kSaveLayerBoundary{
-    "save-layer-boundary", "a recomputable forward node with a recomputable forward user in a higher layer is saved"};
-const check::DecisionInfo kSaveInPlaceWrite{
-    "save-in-place-write", "a recomputable node unsafe to recompute (in-place hazard) is saved, to a fixpoint"};
-const check::DecisionInfo kMustStayInForward{
-    "must-stay-in-forward", "a node with side effects or writing a graph input (buffer) is never recomputable"};
-const check::DecisionInfo kReadsValueWrittenLater{
-    "reads-value-written-later",
-    "a node reading a surviving storage that is written in place after it is never recomputable"};
-const check::DecisionInfo kWritesSavedStorage{
-    "writes-saved-storage", "an in-place node writing a saved storage or a graph input is never recomputable"};
+// save_in_place_writes_to_saved_storage, plus the tagging guards). Functions rather than
+// namespace-scope objects: a std::string constant is built at startup into writable
+// memory, and passes/ holds no writable globals (house.passes_hold_no_mutable_globals).
+check::DecisionInfo save_layer_boundary() {
+  return {"save-layer-boundary",
+          "a recomputable forward node with a recomputable forward user in a higher layer is saved"};
+}
+check::DecisionInfo save_in_place_write() {
+  return {"save-in-place-write", "a recomputable node unsafe to recompute (in-place hazard) is saved, to a fixpoint"};
+}
+check::DecisionInfo must_stay_in_forward_guard() {
+  return {"must-stay-in-forward", "a node with side effects or writing a graph input (buffer) is never recomputable"};
+}
+check::DecisionInfo reads_value_written_later_guard() {
+  return {"reads-value-written-later",
+          "a node reading a surviving storage that is written in place after it is never recomputable"};
+}
+check::DecisionInfo writes_saved_storage_guard() {
+  return {"writes-saved-storage", "an in-place node writing a saved storage or a graph input is never recomputable"};
+}
 
 }  // namespace
 
@@ -70,14 +78,14 @@ void register_ac_passes(check::PassRegistry& registry) {
                  {"policy-prefer-recompute", "the policy tags the node PREFER_RECOMPUTE"},
                  {"policy-must-recompute", "the policy tags the node MUST_RECOMPUTE (full policy)"},
                  {"copy-wait-tag", "wait_tensor copies the tag of its producer"},
-                 kSaveLayerBoundary,
-                 kSaveInPlaceWrite},
+                 save_layer_boundary(),
+                 save_in_place_write()},
                 {{"skipped-module", "a node under a skipped module prefix (lm_head, loss) is left untagged"},
                  {"forced-save", "a node with custom force_save=1 is saved whatever the policy"},
-                 kMustStayInForward,
-                 kReadsValueWrittenLater,
+                 must_stay_in_forward_guard(),
+                 reads_value_written_later_guard(),
                  {"symbolic-int", "a node producing a symbolic integer is saved"},
-                 kWritesSavedStorage}},
+                 writes_saved_storage_guard()}},
                sac_tag_pass);
   registry.add({"apply-ac",
                 "Model-level activation checkpointing: full, every n-th layer, or per-op selective",
@@ -87,31 +95,40 @@ void register_ac_passes(check::PassRegistry& registry) {
                 true,
                 {{"checkpoint-layer", "a forward node of a checkpointed layer is tagged MUST_RECOMPUTE"},
                  {"per-op-policy", "selective option=op: the op policy tags a forward node of a layer"},
-                 kSaveLayerBoundary,
-                 kSaveInPlaceWrite},
-                {kMustStayInForward,
-                 kReadsValueWrittenLater,
+                 save_layer_boundary(),
+                 save_in_place_write()},
+                {must_stay_in_forward_guard(),
+                 reads_value_written_later_guard(),
                  {"random-op", "a random op of a checkpointed layer is saved, not recomputed"},
-                 kWritesSavedStorage}},
+                 writes_saved_storage_guard()}},
                apply_ac_pass);
-  registry.add({"remat",
-                "Recompute recomputable forward nodes right before their first backward use",
-                {{"rng", "random ops tagged recomputable: error, or replay the saved generator state", "error",
-                  {"error", "replay"}}},
-                NumericsEffect::MemoryOnly,
-                true,
-                {{"duplicate-target", "a recomputable forward node a backward node needs is duplicated before it"},
-                 {"replay-rng", "a recomputed random op replays its saved generator state (rng=replay)"},
-                 {"rewire-backward-reader", "a backward reader of a target reads its duplicate instead"},
-                 {"erase-original", "an original left without readers is erased"}},
-                {kMustStayInForward,
-                 kReadsValueWrittenLater,
-                 kWritesSavedStorage,
-                 {"random-op-without-replay", "a random op tagged recomputable without rng=replay is an error"},
-                 {"disjoint-backward-regions", "more than one backward region needs recomputation: an error"},
-                 {"original-still-read", "an original with readers left (forward users) is kept"},
-                 {"random-original-kept", "a random original is kept: its draw advances the generator"}}},
-               remat_pass);
+  check::PassInfo remat{"remat",
+                        "Recompute recomputable forward nodes right before their first backward use",
+                        {{"rng", "random ops tagged recomputable: error, or replay the saved generator state", "error",
+                          {"error", "replay"}}},
+                        NumericsEffect::MemoryOnly,
+                        true,
+                        {{"duplicate-target", "a recomputable forward node a backward node needs is duplicated before it"},
+                         {"replay-rng", "a recomputed random op replays its saved generator state (rng=replay)"},
+                         {"rewire-backward-reader", "a backward reader of a target reads its duplicate instead"},
+                         {"erase-original", "an original left without readers is erased"}},
+                        {must_stay_in_forward_guard(),
+                         reads_value_written_later_guard(),
+                         writes_saved_storage_guard(),
+                         {"random-op-without-replay", "a random op tagged recomputable without rng=replay is an error"},
+                         {"disjoint-backward-regions", "more than one backward region needs recomputation: an error"},
+                         {"original-still-read", "an original with readers left (forward users) is kept"},
+                         {"random-original-kept", "a random original is kept: its draw advances the generator"}}};
+  // Historical bugs of specs/passes.md the mutant library can ask for; the real pass
+  // never reproduces one unless told through InjectedFaults::injected_bugs.
+  remat.injectable_bugs = {
+      {"ignore-prefer-recompute",
+       "only MUST_RECOMPUTE nodes are recomputed; the backward reads saved PREFER_RECOMPUTE values (bug 1)"},
+      {"fresh-rng-on-replay", "with rng=replay a recomputed random op draws fresh numbers (bug 2)"},
+      {"rewire-first-reader-only",
+       "only the earliest backward reader moves to the duplicate; the original stays alive (bug 3)"},
+      {"duplicate-per-reader", "each backward reader gets its own duplicate: a node is recomputed twice (bug 3)"}};
+  registry.add(remat, remat_pass);
 }
 
 }  // namespace passcheck::passes

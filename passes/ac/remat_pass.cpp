@@ -15,6 +15,8 @@
 // (passcheck::rng_state, inserted before it) and its duplicate runs between two
 // passcheck::swap_rng_state calls, so it draws the same numbers and leaves the generator
 // where it found it.
+// Everything one run needs (options, injected faults, the mutation index) lives in that
+// run's locals: the pass holds no state between calls, so two threads may run it at once.
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 #include "passes/ac/ac_passes.h"
@@ -27,9 +29,6 @@
 namespace passcheck::passes {
 
 namespace {
-
-const RematBehaviour* g_behaviour = nullptr;  // set for the duration of remat_pass_with
-const MutationIndex* g_mutations = nullptr;   // likewise
 
 bool is_loss_or_head(const std::string& fqn) {
   for (const char* root : {"loss", "lm_head"}) {
@@ -57,25 +56,16 @@ int64_t output_bytes(const ir::Node& n) {
 }  // namespace
 
 check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options) {
-  return remat_pass_with(graph, options, RematBehaviour{});
-}
-
-check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& options, const RematBehaviour& behaviour) {
-  MutationIndex mutations(graph);
-  struct Scope {
-    Scope(const RematBehaviour* b, const MutationIndex* m) {
-      g_behaviour = b;
-      g_mutations = m;
-    }
-    ~Scope() {
-      g_behaviour = nullptr;
-      g_mutations = nullptr;
-    }
-  } scope(&behaviour, &mutations);
+  const MutationIndex mutations(graph);
   const bool replay_rng = options.get("rng") == "replay";
   std::vector<ir::Node*> nodes = graph.node_list();
   check::PassResult result;
   check::Decisions d(result, options);
+  // The historical bugs a mutant may ask this call to reproduce (declared in PassInfo).
+  const bool ignore_prefer_recompute = d.injected("ignore-prefer-recompute");
+  const bool fresh_rng_on_replay = d.injected("fresh-rng-on-replay");
+  const bool rewire_first_reader_only = d.injected("rewire-first-reader-only");
+  const bool duplicate_per_reader = d.injected("duplicate-per-reader");
   // Candidates: forward nodes tagged recomputable that the guards let through. The
   // widened duplicate-target rule takes every forward node it reaches, tag and guards
   // ignored.
@@ -83,12 +73,12 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
   auto is_forward_recomputable = [&](const ir::Node& n) {
     if (n.meta().phase == ir::Phase::Backward) return false;
     if (widen_targets) return true;
-    if (!g_behaviour->honour_prefer_recompute && n.meta().recompute != ir::RecomputePolicy::MustRecompute) return false;
+    if (ignore_prefer_recompute && n.meta().recompute != ir::RecomputePolicy::MustRecompute) return false;
     if (!ir::is_recomputable(n.meta().recompute)) return false;
     // Tagged recomputable, but unsafe to run again (the taggers save these; other tags
     // may not).
     if (d.refuse("must-stay-in-forward", must_stay_in_forward(n))) return false;
-    if (d.refuse("reads-value-written-later", g_mutations->reads_value_written_later(n))) return false;
+    if (d.refuse("reads-value-written-later", mutations.reads_value_written_later(n))) return false;
     return !d.refuse("writes-saved-storage", writes_saved_storage(n));
   };
   auto unchanged = [&] {
@@ -172,7 +162,7 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
     c10::Device device = device_of(*t);
     // Widened: every duplicate replays a generator state, random or not.
     // Without rng=replay no random target gets here unless its guard was disabled.
-    const bool replay_state = (random || d.widened("replay-rng")) && replay_rng && behaviour.replay_rng_state;
+    const bool replay_state = (random || d.widened("replay-rng")) && replay_rng && !fresh_rng_on_replay;
     if (replay_state) {
       d.fire("replay-rng");
       ir::Node* state = graph.create("passcheck::rng_state", {ir::Arg::dev(device)}, t);
@@ -219,14 +209,14 @@ check::PassResult remat_pass_with(ir::Graph& graph, const check::PassOptions& op
       t->output(i)->replace_uses_if(dup->output(i), [&](const ir::Use& use) {
         if (use.is_graph_output() || use.user == dup) return false;
         if (!in_region.count(use.user) && !widen_rewire) return false;
-        if (!behaviour.rewire_all_readers && use.user != earliest_user.at(t)) return false;
+        if (rewire_first_reader_only && use.user != earliest_user.at(t)) return false;
         d.fire("rewire-backward-reader");
         return true;
       });
   }
   int64_t extra_duplicates = 0;
-  if (!behaviour.share_duplicates) {
-    // The mutant: every further backward reader gets a duplicate of its own.
+  if (duplicate_per_reader) {
+    // The injected bug: every further backward reader gets a duplicate of its own.
     for (ir::Node* t : targets) {
       ir::Node* dup = duplicate_node.at(t);
       std::vector<ir::Use> uses = dup->output(0)->uses();

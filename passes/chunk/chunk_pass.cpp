@@ -23,9 +23,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -48,32 +50,41 @@ struct Region {
   std::vector<ir::Node*> nodes;
 };
 
+// Whether `n`'s base op is one of `ops`. The op lists below are constexpr arrays, not
+// static sets: passes/ holds no writable data (house.passes_hold_no_mutable_globals).
+template <size_t N>
+bool op_in(const ir::Node& n, const std::string_view (&ops)[N]) {
+  const std::string base = n.op_base();
+  return std::find(std::begin(ops), std::end(ops), base) != std::end(ops);
+}
+
 // Ops whose result is the same numbers as their input, rearranged or cast: a partial sum
 // passed through them is still a partial sum of the same extent.
 bool is_rearrangement(const ir::Node& n) {
-  static const std::set<std::string> ops = {"t", "transpose", "permute", "view", "_unsafe_view", "reshape",
-                                            "clone", "alias", "squeeze", "unsqueeze", "_to_copy", "to",
-                                            "contiguous", "_reshape_alias"};
-  return ops.count(n.op_base()) > 0;
+  static constexpr std::string_view ops[] = {"t",      "transpose", "permute",   "view",     "_unsafe_view",
+                                             "reshape", "clone",    "alias",     "squeeze",  "unsqueeze",
+                                             "_to_copy", "to",      "contiguous", "_reshape_alias"};
+  return op_in(n, ops);
 }
 
 // Ops that sum over an input dimension: applied to two halves of that dimension, the
 // two results add up to the result on the whole (the rounding of the add aside).
 bool is_additive_reduction(const ir::Node& n) {
-  static const std::set<std::string> ops = {"mm", "bmm", "sum", "embedding_dense_backward", "index_add",
-                                            "scatter_add", "matmul", "addmm", "native_layer_norm_backward"};
-  return ops.count(n.op_base()) > 0;
+  static constexpr std::string_view ops[] = {"mm",          "bmm",    "sum",   "embedding_dense_backward",
+                                             "index_add",   "scatter_add", "matmul", "addmm",
+                                             "native_layer_norm_backward"};
+  return op_in(n, ops);
 }
 
 bool is_view_like(const ir::Node& n) {
-  static const std::set<std::string> ops = {"view", "_unsafe_view", "reshape", "_reshape_alias"};
-  return ops.count(n.op_base()) > 0;
+  static constexpr std::string_view ops[] = {"view", "_unsafe_view", "reshape", "_reshape_alias"};
+  return op_in(n, ops);
 }
 
 class ChunkRewriter {
  public:
-  ChunkRewriter(ir::Graph& graph, const check::PassOptions& options, const ChunkBehaviour& behaviour)
-      : graph_(graph), behaviour_(behaviour), d_(result_, options) {
+  ChunkRewriter(ir::Graph& graph, const check::PassOptions& options) : graph_(graph), d_(result_, options) {
+    unchained_buffer_updates_ = d_.injected("unchained-buffer-updates");
     mode_ = options.get("mode");
     patterns_ = options.get_list("modules");
     early_accumulation_ = options.get_bool("early-accumulation");
@@ -477,7 +488,7 @@ class ChunkRewriter {
       for (const ir::Arg& a : c1->args()) args1.push_back(halve(a));
       // Widened: chunk 1's in-place update of its own per-chunk value reads chunk 0's too.
       if (state || (d_.widened("chain-mutation") && exec::is_mutating(*n) && n->num_outputs() > 0)) {
-        if (behaviour_.chain_buffer_mutations) {
+        if (!unchained_buffer_updates_) {
           args1[0] = ir::Arg::of(n->output(0));
           ++mutation_chains_;
           d_.fire("chain-mutation");
@@ -546,7 +557,7 @@ class ChunkRewriter {
     const bool widened_cat = dims.empty() && !full.sizes.empty() && d_.widened("materialize-cat");
     // Widened add: a live-out carrying the chunk dimension is added (historical bug 10).
     const bool widened_add = !dims.empty() && d_.widened("materialize-add");
-    if ((!dims.empty() || widened_cat) && behaviour_.cat_chunk_dim_live_outs && !widened_add) {
+    if ((!dims.empty() || widened_cat) && !widened_add) {
       const size_t d = dims.empty() ? 0 : dims[0];
       const Expr extent = full.size_expr(d);
       claim("cat_extent", "%" + orig + " dim " + std::to_string(d) + " in " + region.root,
@@ -713,12 +724,13 @@ class ChunkRewriter {
   }
 
   ir::Graph& graph_;
-  ChunkBehaviour behaviour_;
   check::PassResult result_;
   check::Decisions d_;  // counts into result_
   std::string mode_;
   std::vector<std::string> patterns_;
   bool early_accumulation_ = true;
+  // Injected historical bug 10: chunk 1's buffer update does not read chunk 0's result.
+  bool unchained_buffer_updates_ = false;
   std::string symbol_;
   std::map<std::string, Expr> half_;
   std::map<std::string, int64_t> hints_;
@@ -736,12 +748,8 @@ class ChunkRewriter {
 
 }  // namespace
 
-check::PassResult chunk_pass_with(ir::Graph& graph, const check::PassOptions& options, const ChunkBehaviour& behaviour) {
-  return ChunkRewriter(graph, options, behaviour).run();
-}
-
 check::PassResult chunk_pass(ir::Graph& graph, const check::PassOptions& options) {
-  return chunk_pass_with(graph, options, ChunkBehaviour{});
+  return ChunkRewriter(graph, options).run();
 }
 
 }  // namespace passcheck::passes

@@ -70,11 +70,10 @@ std::string node_where(const ir::Node& n) {
 
 namespace {
 
-void concretize(ir::Graph& graph, const ConcretizeBehaviour& behaviour, check::PassResult& result,
-                check::Decisions& d) {
+void concretize(ir::Graph& graph, check::PassResult& result, check::Decisions& d) {
   const std::map<std::string, int64_t> hints = graph.symbol_hints();
   int64_t guards = 0;
-  if (behaviour.validate_guards) {
+  if (!d.injected("skip-guard-validation")) {
     for (const sym::Claim& c : graph.claims()) {
       const std::string where = "guard " + c.kind + " on " + c.subject + " (recorded by " + c.pass + ")";
       d.fire("validate-guard");
@@ -85,8 +84,9 @@ void concretize(ir::Graph& graph, const ConcretizeBehaviour& behaviour, check::P
     }
   }
   int64_t substituted = 0;
+  const bool keep_input_meta = d.injected("keep-symbolic-input-meta");
   for (ir::Value* in : graph.inputs()) {
-    if (!behaviour.substitute_input_metadata || !in->meta() || !in->meta()->is_symbolic()) continue;
+    if (keep_input_meta || !in->meta() || !in->meta()->is_symbolic()) continue;
     in->set_meta(concrete(in->meta(), hints, "graph input %" + in->name()));
     d.fire("substitute-input-meta");
     ++substituted;
@@ -157,75 +157,80 @@ void concretize(ir::Graph& graph, const ConcretizeBehaviour& behaviour, check::P
 
 }  // namespace
 
-check::PassResult concretize_pass_with(ir::Graph& graph, const check::PassOptions& options,
-                                       const ConcretizeBehaviour& behaviour) {
+check::PassResult concretize_pass(ir::Graph& graph, const check::PassOptions& options) {
   check::PassResult result;
   check::Decisions d(result, options);
   try {
-    concretize(graph, behaviour, result, d);
+    concretize(graph, result, d);
   } catch (const ConcretizeError& e) {
     throw check::RefusedInput(e.what(), result);
   }
   return result;
 }
 
-check::PassResult concretize_pass(ir::Graph& graph, const check::PassOptions& options) {
-  return concretize_pass_with(graph, options, ConcretizeBehaviour{});
-}
-
 void register_chunk_passes(check::PassRegistry& registry) {
   using check::NumericsEffect;
-  registry.add({"chunk",
-                "Split module regions into two chunks on the batch or sequence dimension (EP overlap)",
-                {{"mode", "chunked dimension: batch or seq (seq: MoE regions only)", "batch", {"batch", "seq"}},
-                 {"modules", "comma-separated module patterns, '*' matches one FQN component", "layers.*", {}},
-                 {"early-accumulation",
-                  "add parameter-gradient partials right after their reduction (may change numerics)", "true",
-                  {"true", "false"}},
-                 {"symbol", "the chunk symbol (default: the graph's only symbol)", "", {}}},
-                NumericsEffect::Changes,
-                false,
-                {{"split-live-in", "a live-in carrying the symbol in one dimension is split in two halves"},
-                 {"clone-non-contiguous-half", "a half that is not contiguous is cloned"},
-                 {"duplicate-body", "a body node becomes chunk 0 in place and chunk 1 right after it"},
-                 {"chain-mutation", "chunk 1's in-place update of shared state reads chunk 0's result"},
-                 {"materialize-cat", "a live-out carrying the chunk dimension is materialized by cat"},
-                 {"materialize-add", "a live-out without it is the add of two partials, with a partial-sum claim"},
-                 {"early-accumulation", "parameter-gradient partials are added right after their reduction"}},
-                {{"seq-through-attention", "seq chunking of a region with attention is an error"},
-                 {"forward-reads-backward", "a forward body node reading a backward value is an error"},
-                 {"multi-dim-live-in", "a live-in carrying the symbol in several dimensions is an error"},
-                 {"static-input-split", "a parameter or buffer carrying the symbol is never split: an error"},
-                 {"odd-live-in", "a live-in of odd size in the chunk dimension at the hint is an error"},
-                 {"scalar-body-output", "a body node producing a symbolic scalar is an error"},
-                 {"baked-reshape-size", "a reshape with a constant size in a dimension carrying the symbol is an error"},
-                 {"second-random-op", "a second random op in one region is an error"},
-                 {"unsupported-in-place", "a body node writing its inputs other than self in place is an error"},
-                 {"state-updated-twice", "a region updating one state in place twice is an error"},
-                 {"read-after-update", "a body node reading a state after its in-place update is an error"},
-                 {"update-runs-once",
-                  "an in-place state update reading no chunked value (it would run once, eager chunking runs "
-                  "it per chunk) is an error"},
-                 {"read-before-update",
-                  "a body node reading a state the region later updates in place is an error (chunk 1 would miss "
-                  "chunk 0's update)"},
-                 {"live-out-without-meta", "a live-out that is not a tensor with metadata is an error"},
-                 {"multi-dim-live-out", "a live-out carrying the symbol in several dimensions is an error"},
-                 {"not-a-partial-sum", "a live-out without the chunk dimension that is not a sum is an error"}}},
-               chunk_pass);
-  registry.add({"concretize",
-                "Substitute every symbol's hint after validating the recorded guards; no symbol may remain",
-                {},
-                NumericsEffect::Preserves,
-                true,
-                {{"validate-guard", "a recorded claim is evaluated at the hints"},
-                 {"substitute-input-meta", "a graph input's symbolic metadata takes the hints"},
-                 {"substitute-args", "a node's symbolic arguments take the hints"},
-                 {"substitute-shape", "a node output's symbolic metadata takes the hints"},
-                 {"erase-scalar-plumbing", "a scalar-only node left without readers is erased"}},
-                {{"false-guard", "a claim false at the hints is an error"},
-                 {"leftover-symbol", "a symbol left anywhere after substitution is an error"}}},
-               concretize_pass);
+  check::PassInfo chunk{"chunk",
+                        "Split module regions into two chunks on the batch or sequence dimension (EP overlap)",
+                        {{"mode", "chunked dimension: batch or seq (seq: MoE regions only)", "batch", {"batch", "seq"}},
+                         {"modules", "comma-separated module patterns, '*' matches one FQN component", "layers.*", {}},
+                         {"early-accumulation",
+                          "add parameter-gradient partials right after their reduction (may change numerics)", "true",
+                          {"true", "false"}},
+                         {"symbol", "the chunk symbol (default: the graph's only symbol)", "", {}}},
+                        NumericsEffect::Changes,
+                        false,
+                        {{"split-live-in", "a live-in carrying the symbol in one dimension is split in two halves"},
+                         {"clone-non-contiguous-half", "a half that is not contiguous is cloned"},
+                         {"duplicate-body", "a body node becomes chunk 0 in place and chunk 1 right after it"},
+                         {"chain-mutation", "chunk 1's in-place update of shared state reads chunk 0's result"},
+                         {"materialize-cat", "a live-out carrying the chunk dimension is materialized by cat"},
+                         {"materialize-add", "a live-out without it is the add of two partials, with a partial-sum claim"},
+                         {"early-accumulation", "parameter-gradient partials are added right after their reduction"}},
+                        {{"seq-through-attention", "seq chunking of a region with attention is an error"},
+                         {"forward-reads-backward", "a forward body node reading a backward value is an error"},
+                         {"multi-dim-live-in", "a live-in carrying the symbol in several dimensions is an error"},
+                         {"static-input-split", "a parameter or buffer carrying the symbol is never split: an error"},
+                         {"odd-live-in", "a live-in of odd size in the chunk dimension at the hint is an error"},
+                         {"scalar-body-output", "a body node producing a symbolic scalar is an error"},
+                         {"baked-reshape-size", "a reshape with a constant size in a dimension carrying the symbol is an error"},
+                         {"second-random-op", "a second random op in one region is an error"},
+                         {"unsupported-in-place", "a body node writing its inputs other than self in place is an error"},
+                         {"state-updated-twice", "a region updating one state in place twice is an error"},
+                         {"read-after-update", "a body node reading a state after its in-place update is an error"},
+                         {"update-runs-once",
+                          "an in-place state update reading no chunked value (it would run once, eager chunking runs "
+                          "it per chunk) is an error"},
+                         {"read-before-update",
+                          "a body node reading a state the region later updates in place is an error (chunk 1 would miss "
+                          "chunk 0's update)"},
+                         {"live-out-without-meta", "a live-out that is not a tensor with metadata is an error"},
+                         {"multi-dim-live-out", "a live-out carrying the symbol in several dimensions is an error"},
+                         {"not-a-partial-sum", "a live-out without the chunk dimension that is not a sum is an error"}}};
+  // Historical bug 10 as the mutant library asks for it (the other half of bug 10, an
+  // add for a live-out carrying the chunk dimension, is the widened materialize-add).
+  chunk.injectable_bugs = {{"unchained-buffer-updates",
+                            "chunk 1's in-place buffer update reads the buffer itself instead of chunk 0's result, so "
+                            "nothing orders the two updates (bug 10)"}};
+  registry.add(chunk, chunk_pass);
+  check::PassInfo concretize{"concretize",
+                             "Substitute every symbol's hint after validating the recorded guards; no symbol may remain",
+                             {},
+                             NumericsEffect::Preserves,
+                             true,
+                             {{"validate-guard", "a recorded claim is evaluated at the hints"},
+                              {"substitute-input-meta", "a graph input's symbolic metadata takes the hints"},
+                              {"substitute-args", "a node's symbolic arguments take the hints"},
+                              {"substitute-shape", "a node output's symbolic metadata takes the hints"},
+                              {"erase-scalar-plumbing", "a scalar-only node left without readers is erased"}},
+                             {{"false-guard", "a claim false at the hints is an error"},
+                              {"leftover-symbol", "a symbol left anywhere after substitution is an error"}}};
+  concretize.injectable_bugs = {
+      {"keep-symbolic-input-meta",
+       "graph input metadata keeps its symbolic shapes (stale symbols outside node arguments, bug 9)"},
+      {"skip-guard-validation", "the recorded guards are not evaluated at the hint, so a false guard goes through "
+                                "(bug 9)"}};
+  registry.add(concretize, concretize_pass);
 }
 
 }  // namespace passcheck::passes

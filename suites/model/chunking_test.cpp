@@ -5,7 +5,7 @@
 #include "framework/check/chunk_properties.h"
 #include "oracles/chunked_training.h"
 #include "oracles/symbolic_trace.h"
-#include "suites/mutants/ac_mutants.h"
+#include "suites/mutants/mutants.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

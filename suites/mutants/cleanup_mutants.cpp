@@ -6,7 +6,6 @@
 #include "passes/cleanup/cleanup_passes.h"
 
 #include <algorithm>
-#include <map>
 
 namespace passcheck::mutants {
 
@@ -18,43 +17,34 @@ std::string kebab(std::string name) {
   return name;
 }
 
-struct Built {
-  MutantInfo info;
-  check::InjectedFaults faults;
-};
-
 bool excluded(const std::string& pass, const std::string& kind, const std::string& decision) {
   for (const ExcludedMutant& e : cleanup_mutant_exclusions())
     if (e.pass == pass && e.kind == kind && e.decision == decision) return true;
   return false;
 }
 
-const std::vector<Built>& built() {
-  static const std::vector<Built> all = [] {
-    check::PassRegistry real;
-    passes::register_cleanup_passes(real);
-    std::vector<Built> out;
-    for (const std::string& pass : cleanup_pass_names()) {
-      const check::PassInfo& info = real.get(pass).info;
-      for (const check::DecisionInfo& g : info.guards) {
-        if (excluded(pass, "guard", g.name)) continue;
-        Built b;
-        b.info = {"mutant-" + pass + "-no-" + kebab(g.name), pass, 0, "guard " + g.name + " disabled: " + g.description};
-        b.faults.disabled_guards.insert(g.name);
-        out.push_back(std::move(b));
-      }
-      for (const check::DecisionInfo& r : info.rules) {
-        if (excluded(pass, "rule", r.name)) continue;
-        Built b;
-        b.info = {"mutant-" + pass + "-widened-" + kebab(r.name), pass, 0,
-                  "rule " + r.name + " widened beyond its conditions: " + r.description};
-        b.faults.widened_rules.insert(r.name);
-        out.push_back(std::move(b));
-      }
+std::vector<MutantInfo> build() {
+  check::PassRegistry real;
+  passes::register_cleanup_passes(real);
+  std::vector<MutantInfo> out;
+  for (const std::string& pass : cleanup_pass_names()) {
+    const check::PassInfo& info = real.get(pass).info;
+    for (const check::DecisionInfo& g : info.guards) {
+      if (excluded(pass, "guard", g.name)) continue;
+      MutantInfo b{"mutant-" + pass + "-no-" + kebab(g.name), pass, 0, "guard " + g.name + " disabled: " + g.description,
+                   {}};
+      b.faults.disabled_guards.insert(g.name);
+      out.push_back(std::move(b));
     }
-    return out;
-  }();
-  return all;
+    for (const check::DecisionInfo& r : info.rules) {
+      if (excluded(pass, "rule", r.name)) continue;
+      MutantInfo b{"mutant-" + pass + "-widened-" + kebab(r.name), pass, 0,
+                   "rule " + r.name + " widened beyond its conditions: " + r.description, {}};
+      b.faults.widened_rules.insert(r.name);
+      out.push_back(std::move(b));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -94,30 +84,8 @@ const std::vector<ExcludedMutant>& cleanup_mutant_exclusions() {
 }
 
 const std::vector<MutantInfo>& cleanup_mutants() {
-  static const std::vector<MutantInfo> infos = [] {
-    std::vector<MutantInfo> out;
-    for (const Built& b : built()) out.push_back(b.info);
-    return out;
-  }();
+  static const std::vector<MutantInfo> infos = build();
   return infos;
-}
-
-check::InjectedFaults cleanup_mutant_faults(const std::string& pass) {
-  for (const Built& b : built())
-    if (b.info.pass == pass) return b.faults;
-  throw check::PassConfigError("no cleanup mutant named '" + pass + "'");
-}
-
-void register_cleanup_mutants(check::PassRegistry& registry) {
-  for (const Built& b : built()) {
-    const check::RegisteredPass& real = registry.get(b.info.replaces);
-    check::PassInfo info = real.info;
-    info.name = b.info.pass;
-    info.summary = "MUTANT of " + b.info.replaces + ": " + b.info.description;
-    check::PassFunction run = real.run;
-    check::InjectedFaults faults = b.faults;
-    registry.add(info, [run, faults](ir::Graph& g, const check::PassOptions& o) { return run(g, o.with_faults(faults)); });
-  }
 }
 
 }  // namespace passcheck::mutants

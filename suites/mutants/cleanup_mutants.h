@@ -9,7 +9,7 @@
 #pragma once
 
 #include "framework/check/pass.h"
-#include "suites/mutants/ac_mutants.h"
+#include "suites/mutants/mutants.h"
 
 #include <string>
 #include <vector>
@@ -28,11 +28,8 @@ struct ExcludedMutant {
 };
 const std::vector<ExcludedMutant>& cleanup_mutant_exclusions();
 
-/// One MutantInfo per kept mutant (historical_bug 0: these are not historical bugs).
+/// One MutantInfo per kept mutant, with its faults (historical_bug 0: these are not
+/// historical bugs). Registered by register_all_mutants (mutants.h).
 const std::vector<MutantInfo>& cleanup_mutants();
-/// The faults the mutant named `pass` injects into its real pass.
-check::InjectedFaults cleanup_mutant_faults(const std::string& pass);
-/// Adds every cleanup mutant to `registry` (which must hold the real cleanup passes).
-void register_cleanup_mutants(check::PassRegistry& registry);
 
 }  // namespace passcheck::mutants

@@ -100,38 +100,11 @@ std::vector<DecisionMutant> build() {
   return out;
 }
 
-void register_for(check::PassRegistry& registry, const std::vector<std::string>& passes) {
-  for (const DecisionMutant& m : ac_chunk_decision_mutants()) {
-    if (!m.excluded.empty()) continue;
-    bool wanted = false;
-    for (const std::string& p : passes) wanted |= p == m.replaces;
-    if (!wanted) continue;
-    const check::RegisteredPass& real = registry.get(m.replaces);
-    check::PassInfo info = real.info;
-    info.name = m.pass;
-    info.summary = "MUTANT (" + std::string(m.guard ? "guard " : "rule ") + m.decision +
-                   (m.guard ? " disabled" : " widened") + "): " + real.info.summary;
-    check::InjectedFaults faults;
-    (m.guard ? faults.disabled_guards : faults.widened_rules).insert(m.decision);
-    registry.add(info, [run = real.run, faults](ir::Graph& g, const check::PassOptions& o) {
-      return run(g, o.with_faults(faults));
-    });
-  }
-}
-
 }  // namespace
 
 const std::vector<DecisionMutant>& ac_chunk_decision_mutants() {
   static const std::vector<DecisionMutant> mutants = build();
   return mutants;
-}
-
-void register_ac_decision_mutants(check::PassRegistry& registry) {
-  register_for(registry, {"ac-regions", "sac-tag", "apply-ac", "remat"});
-}
-
-void register_chunk_decision_mutants(check::PassRegistry& registry) {
-  register_for(registry, {"chunk", "concretize"});
 }
 
 }  // namespace passcheck::mutants

@@ -3,7 +3,7 @@
 // ("mutant-<pass>-no-<guard>"), and for every declared rule one with the rule widened
 // ("mutant-<pass>-widened-<rule>"), built from the real pass with
 // check::InjectedFaults. A fault no result can reveal is listed as excluded with the
-// reason instead of being registered.
+// reason instead of being registered; register_all_mutants (mutants.h) registers the rest.
 #pragma once
 
 #include "framework/check/pass.h"
@@ -24,9 +24,5 @@ struct DecisionMutant {
 
 /// One entry per declared guard and rule of the six passes, registered or excluded.
 const std::vector<DecisionMutant>& ac_chunk_decision_mutants();
-/// Registers the non-excluded decision mutants of the AC passes (ac-regions, sac-tag,
-/// apply-ac, remat), resp. of the chunk passes (chunk, concretize).
-void register_ac_decision_mutants(check::PassRegistry& registry);
-void register_chunk_decision_mutants(check::PassRegistry& registry);
 
 }  // namespace passcheck::mutants

@@ -12,7 +12,7 @@
 #include "framework/check/pipeline.h"
 #include "framework/cli/graph_tools.h"
 #include "framework/ir/text.h"
-#include "suites/mutants/ac_mutants.h"
+#include "suites/mutants/mutants.h"
 #include "suites/support/test_support.h"
 
 #include <gtest/gtest.h>

@@ -10,7 +10,7 @@
 #include "suites/support/rc_check.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
-#include "suites/mutants/ac_mutants.h"
+#include "suites/mutants/mutants.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>

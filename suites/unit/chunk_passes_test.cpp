@@ -9,7 +9,7 @@
 #include "framework/ir/text.h"
 #include "framework/sym/prover.h"
 #include "passes/chunk/chunk_passes.h"
-#include "suites/mutants/ac_mutants.h"
+#include "suites/mutants/mutants.h"
 
 #include <ATen/ATen.h>
 #include <gmock/gmock.h>
@@ -333,10 +333,9 @@ TEST(ChunkMutants, StaleInputSymbolsAreCaught) {
   EXPECT_THROW(run_pass("mutant-concretize-stale-input-symbols", *g), check::PassFailure)
       << "the verifier must refuse symbols nobody declares any more";
   auto direct = parse(kLayerGraph);
-  passes::ConcretizeBehaviour stale;
-  stale.substitute_input_metadata = false;
   // The pass's own leftover scan catches it even without the verifier.
-  EXPECT_THROW(passes::concretize_pass_with(*direct, check::PassOptions(), stale), std::runtime_error);
+  const check::RegisteredPass& stale = mutants::registry_with_mutants().get("mutant-concretize-stale-input-symbols");
+  EXPECT_THROW(stale.run(*direct, check::PassOptions()), std::runtime_error);
 }
 
 TEST(ChunkMutants, FalseGuardAcceptedIsCaught) {

@@ -83,6 +83,29 @@ TEST(Cli, PassesPrintsTheCatalogue) {
   EXPECT_NE(r.output.find("policy (default: default; choices: default, eager, full, op)"), std::string::npos) << r.output;
 }
 
+TEST(Cli, PassesListsTheMutantsOnlyWhenAsked) {
+  auto plain = run_command(cli("passes"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("mutant-"), std::string::npos) << "the real catalogue names no mutant";
+  auto with = run_command(cli("passes --mutants"));
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  // The real passes first, then every mutant with the pass it corrupts and its bug.
+  EXPECT_EQ(with.output.compare(0, plain.output.size(), plain.output), 0) << with.output;
+  const size_t listing = with.output.find("mutants (known-buggy variants");
+  ASSERT_NE(listing, std::string::npos) << with.output;
+  EXPECT_GE(listing, plain.output.size());
+  for (const char* entry : {"  mutant-remat-ignores-prefer-recompute\n      corrupts remat, historical bug 1: SAC under",
+                            "  mutant-concretize-accepts-false-guard\n      corrupts concretize, historical bug 9: ",
+                            "  mutant-chunk-adds-chunk-dim\n      corrupts chunk, historical bug 10: ",
+                            "  mutant-remat-no-writes-saved-storage\n      corrupts remat, no historical bug: guard "
+                            "writes-saved-storage disabled: ",
+                            "  mutant-cse-widened-merge-duplicate\n      corrupts cse, no historical bug: rule "
+                            "merge-duplicate widened"})
+    EXPECT_NE(with.output.find(entry, listing), std::string::npos) << entry << "\n" << with.output;
+  // An excluded decision (no result can reveal it) has no mutant, so none is listed.
+  EXPECT_EQ(with.output.find("mutant-dce-no-collective"), std::string::npos);
+}
+
 TEST(Cli, CheckWithAPipelinePrintsEveryPassAndTheVerdict) {
   auto r = run_command(cli("check --model two_matmul --steps 2 --pipeline \"dce,canonicalize,ac-regions\""));
   ASSERT_EQ(r.exit_code, 0) << r.output;

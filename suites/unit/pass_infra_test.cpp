@@ -568,5 +568,48 @@ TEST(Verifier, VerifyOrThrowNamesTheContextAndCountsTheRest) {
             "(+1 more)");
 }
 
+// A mutant may only break what its pass declares: an unknown guard, rule or injectable
+// bug is an error naming the pass and the name, not a fault that silently does nothing.
+TEST(InjectedFaults, EveryFaultMustNameADeclaredDecisionOrBug) {
+  const PassInfo& remat = PassRegistry::global().get("remat").info;
+  InjectedFaults declared;
+  declared.disabled_guards = {"must-stay-in-forward"};
+  declared.widened_rules = {"erase-original"};
+  declared.injected_bugs = {"fresh-rng-on-replay"};
+  EXPECT_NO_THROW(check_faults_declared(remat, declared));
+  InjectedFaults bug;
+  bug.injected_bugs = {"fresh-rng"};
+  EXPECT_EQ(error_of<PassConfigError>([&] { check_faults_declared(remat, bug); }),
+            "pass 'remat' declares no injectable bug 'fresh-rng'");
+  InjectedFaults guard;
+  guard.disabled_guards = {"fresh-rng-on-replay"};  // a bug's name is no guard
+  EXPECT_EQ(error_of<PassConfigError>([&] { check_faults_declared(remat, guard); }),
+            "pass 'remat' declares no guard 'fresh-rng-on-replay'");
+  InjectedFaults rule;
+  rule.widened_rules = {"merge-duplicate"};  // cse's rule, not remat's
+  EXPECT_EQ(error_of<PassConfigError>([&] { check_faults_declared(remat, rule); }),
+            "pass 'remat' declares no rule 'merge-duplicate'");
+}
+
+// Without injected faults the bug switches are off: a pipeline built from text never
+// reproduces a historical bug, and a declared bug only acts when a fault names it.
+TEST(InjectedFaults, AnInjectedBugActsOnlyInTheCallThatCarriesIt) {
+  const char* text = R"(graph(param %w : f32[4, 4], arg %x : f32[4, 4]):
+  %a : f32[4, 4] = aten::mm(%x, %w)  #{recompute=prefer_recompute}
+  %s : f32[] = aten::sum(%x, None)  #{phase=loss, fqn="loss"}
+  %g : f32[4, 4] = aten::mul.Tensor(%a, %x)  #{phase=backward}
+  return (%s, %g)
+)";
+  const RegisteredPass& remat = PassRegistry::global().get("remat");
+  auto real = ir::parse_graph(text, "real.graph");
+  EXPECT_EQ(remat.run(*real, PassOptions(remat.info, {})).stats.at("recomputed_nodes"), 1);
+  InjectedFaults ignore;
+  ignore.injected_bugs = {"ignore-prefer-recompute"};
+  auto buggy = ir::parse_graph(text, "buggy.graph");
+  EXPECT_FALSE(remat.run(*buggy, PassOptions(remat.info, {}).with_faults(ignore)).changed);
+  auto again = ir::parse_graph(text, "again.graph");
+  EXPECT_EQ(remat.run(*again, PassOptions(remat.info, {})).stats.at("recomputed_nodes"), 1);
+}
+
 }  // namespace
 }  // namespace passcheck::check

@@ -12,7 +12,7 @@
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
 #include "oracles/training_driver.h"
-#include "suites/mutants/ac_mutants.h"
+#include "suites/mutants/mutants.h"
 #include "suites/mutants/test_passes.h"
 #include "suites/support/test_support.h"
 
