@@ -291,10 +291,20 @@ int run_check(const CheckArgs& args) {
   });
 }
 
-int run_passes(bool mutants) {
-  std::cout << check::PassRegistry::global().catalogue();
-  if (mutants) std::cout << mutants::mutant_catalogue();
-  return 0;
+int run_passes(bool mutants, const std::optional<std::string>& pipeline) {
+  return guarded("passes", [&] {
+    if (pipeline) {
+      // Validates a pipeline text without running it: named pipelines expanded, every
+      // option checked, the canonical form printed one pass per line.
+      const check::PassRegistry& registry = mutants ? mutants::registry_with_mutants() : check::PassRegistry::global();
+      for (const check::PassInvocation& pass : check::parse_pipeline(*pipeline, registry))
+        std::cout << check::PassOptions(registry.get(pass.name).info, pass.options).str().insert(0, pass.name) << "\n";
+      return 0;
+    }
+    std::cout << check::PassRegistry::global().catalogue();
+    if (mutants) std::cout << mutants::mutant_catalogue();
+    return 0;
+  });
 }
 
 int run_models() {

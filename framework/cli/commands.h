@@ -115,7 +115,9 @@ int run_prove(const ProveArgs& args);
 
 /// `passcheck passes`: the pass catalogue; with `mutants`, then the known-buggy variants
 /// of suites/mutants (name, pass corrupted, historical bug, description).
-int run_passes(bool mutants = false);
+/// With `pipeline`: validates that pipeline text (exit 2 naming the column of an error)
+/// and prints each pass with its non-default options, named pipelines expanded.
+int run_passes(bool mutants = false, const std::optional<std::string>& pipeline = std::nullopt);
 
 struct BenchArgs {
   std::string model = "llama3";
@@ -184,6 +186,7 @@ struct CaptureArgs {
   uint64_t seed = 0;
   bool mutants = false;
   bool test_passes = false;
+  int64_t timeout_ms = 20000;  ///< the replay runs in a child process killed after this long
 };
 int run_capture(const CaptureArgs& args);
 

@@ -302,6 +302,7 @@ int run_capture(const CaptureArgs& args) {
     std::vector<std::string> sets = registry_sets(args.mutants, args.test_passes);
     check::PassRegistry registry = make_registry(sets);
     check::parse_pipeline(args.pipeline, registry);
+    check::prepare_for_fork();  // before any tensor work: the replay runs in a forked child
     models::SubjectOptions options;
     options.seed = args.seed;
     auto subject = models::make_subject(args.model, options);
@@ -312,15 +313,37 @@ int run_capture(const CaptureArgs& args) {
     r.seed = args.seed;
     r.case_description = "passcheck capture --model " + args.model + " --seed " + std::to_string(args.seed);
     r.original = program.graph().print();
-    check::PassPropertyReport report = check::replay(r, registry);
-    r.status = report.violations.empty() ? "passed" : "failed";
-    if (!report.violations.empty()) r.property = check::property_of(report.violations.front());
-    r.messages = report.violations;
+    // The repro exists before the pipeline runs: a pass that crashes or hangs leaves
+    // a crash/timeout repro, not nothing. The replay runs in a child process.
+    r.status = "pending";
     check::write_repro(out, r);
+    check::ChildOutcome outcome = check::run_in_child(
+        [&] {
+          check::PassPropertyReport report = check::replay(r, registry);
+          check::Repro done = r;
+          done.status = report.violations.empty() ? "passed" : "failed";
+          if (!report.violations.empty()) done.property = check::property_of(report.violations.front());
+          done.messages = report.violations;
+          check::write_repro(out, done);
+          for (const auto& v : report.violations) std::cout << "violation: " << v << "\n";
+          std::cout << std::flush;
+          return report.violations.empty() ? 0 : 1;
+        },
+        args.timeout_ms);
+    if (outcome.kind != check::ChildOutcome::Kind::Exited || outcome.exit_code > 1) {
+      const bool timed_out = outcome.kind == check::ChildOutcome::Kind::TimedOut;
+      r.status = timed_out ? "timeout" : "crash";
+      r.property = r.status;
+      r.messages = {"the pipeline's process " + outcome.describe(args.timeout_ms)};
+      if (timed_out) r.timeout_ms = args.timeout_ms;
+      check::write_repro(out, r);
+      std::cout << "wrote " << out << " (" << program.graph().num_nodes() << " nodes): " << r.status << " ("
+                << outcome.describe(args.timeout_ms) << ")\n";
+      return 1;
+    }
     std::cout << "wrote " << out << " (" << program.graph().num_nodes() << " nodes): "
-              << (report.violations.empty() ? "passes" : "FAILS") << "\n";
-    for (const auto& v : report.violations) std::cout << "violation: " << v << "\n";
-    return report.violations.empty() ? 0 : 1;
+              << (outcome.exit_code == 0 ? "passes" : "FAILS") << "\n";
+    return outcome.exit_code;
   });
 }
 
@@ -408,6 +431,9 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   capture_cmd->add_option("--seed", capture.seed, "Model and input seed")->capture_default_str();
   capture_cmd->add_flag("--mutants", capture.mutants, "Also register the AC mutants");
   capture_cmd->add_flag("--test-passes", capture.test_passes, "Also register the test-only passes");
+  capture_cmd->add_option("--timeout-ms", capture.timeout_ms, "Kill the pipeline's process after this long (a timeout repro)")
+      ->check(positive_count)
+      ->capture_default_str();
 
   return [c]() -> std::optional<int> {
     if (*c->fuzz_cmd) return run_fuzz(c->fuzz);

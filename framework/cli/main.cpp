@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
   app.add_subcommand("models", "List the debug models");
   auto* passes_cmd = app.add_subcommand("passes", "List the registered passes with their options and properties");
   bool passes_mutants = false;
+  std::string passes_pipeline;
+  auto* passes_pipeline_opt = passes_cmd->add_option(
+      "--pipeline", passes_pipeline, "Validate this pipeline text and print it expanded, one pass per line (runs nothing)");
   passes_cmd->add_flag("--mutants", passes_mutants, "Also list the known-buggy passes (mutant-...) after the real ones");
 
   auto run_campaign_command = add_campaign_commands(app);
@@ -184,6 +187,8 @@ int main(int argc, char** argv) {
   if (*chunk_cmd) return run_chunk(chunk);
   if (*prove_cmd) return run_prove(prove);
   if (*bench_cmd) return run_bench(bench);
-  if (*passes_cmd) return run_passes(passes_mutants);
+  if (*passes_cmd)
+    return run_passes(passes_mutants, passes_pipeline_opt->count() ? std::optional<std::string>(passes_pipeline)
+                                                                     : std::nullopt);
   return run_models();
 }
