@@ -34,6 +34,10 @@ ChunkedTrainingReport run_graph_chunked_vs_eager_chunked(const ChunkedTrainingOp
   trace_options.make_subject = options.make_subject;
   // A factory's subject cannot be rebuilt on the meta device by name (trace_subject).
   trace_options.trace_on_meta = !options.make_subject;
+  auto progress = [&](const std::string& stage) {
+    if (options.on_progress) options.on_progress(stage);
+  };
+  progress("symbolic trace");
   SymbolicTrace symbolic = trace_symbolic(trace_options);
   report.traced_at = symbolic.traced_at;
   report.symbolize_seconds = symbolic.seconds;
@@ -43,6 +47,7 @@ ChunkedTrainingReport run_graph_chunked_vs_eager_chunked(const ChunkedTrainingOp
       {"mode", to_string(options.dim)},
       {"modules", options.modules},
       {"early-accumulation", options.early_accumulation ? "true" : "false"}};
+  progress("chunk (" + std::to_string(report.nodes_before) + " nodes)");
   check::Pipeline chunk({check::PassInvocation{options.chunk_pass, chunk_options}}, *options.registry);
   auto records = chunk.run(*symbolic.graph);
   if (!options.between.empty()) {
@@ -51,6 +56,7 @@ ChunkedTrainingReport run_graph_chunked_vs_eager_chunked(const ChunkedTrainingOp
   }
   if (options.on_chunked) options.on_chunked(*symbolic.graph);
   // Proofs happen on the symbolic graph: after concretization only the hint is left.
+  progress("proving " + std::to_string(symbolic.graph->claims().size()) + " claims with Z3");
   report.proofs = sym::prove_all(symbolic.graph->claims(), symbolic.graph->symbols(), options.prove);
   if (options.require_proofs && !report.proofs.all_proved())
     throw std::runtime_error("claims of the chunked graph are not all proved:\n" + report.proofs.format());
@@ -80,6 +86,10 @@ ChunkedTrainingReport run_graph_chunked_vs_eager_chunked(const ChunkedTrainingOp
   std::shared_ptr<ir::Graph> chunked = symbolic.graph;
   driver.transform = [chunked](trace::TracedProgram& program) { program.replace_graph(chunked); };
   driver.executor.check_metadata = true;
+  driver.on_step = [&](const DriverReport&, const StepReport& step) {
+    progress("training: step " + std::to_string(step.step) + "/" + std::to_string(options.steps) + " done");
+  };
+  progress("training: step 1/" + std::to_string(options.steps));
   report.driver = run_traced_vs_eager(driver);
   for (const StepReport& step : report.driver.steps)
     for (const check::TensorComparison& c : step.comparisons) {

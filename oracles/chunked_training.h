@@ -39,6 +39,9 @@ struct ChunkedTrainingOptions {
   /// Refuted or unknown claims stop the run before training (off: report and go on).
   bool require_proofs = true;
   OptimizerKind optimizer = OptimizerKind::SGD;
+  /// Called as each stage starts (symbolic trace, chunk, proofs, each training step): a
+  /// long run's progress line.
+  std::function<void(const std::string& stage)> on_progress;
 };
 
 struct ChunkedTrainingReport {

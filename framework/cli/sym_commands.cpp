@@ -11,6 +11,8 @@
 
 #include <fstream>
 #include <iostream>
+
+#include <unistd.h>
 #include <sstream>
 
 namespace passcheck::cli {
@@ -38,7 +40,12 @@ int run_chunk(const ChunkArgs& args) {
                            ": the chunked graph before concretization\n" + graph.print(),
                        "--out-graph file");
       };
+    // On a terminal, one line rewritten in place says which stage is running.
+    const bool terminal = ::isatty(STDERR_FILENO) != 0;
+    if (terminal)
+      options.on_progress = [](const std::string& stage) { std::cerr << "\r\033[Kpasscheck chunk: " << stage << std::flush; };
     oracles::ChunkedTrainingReport report = oracles::run_graph_chunked_vs_eager_chunked(options);
+    if (terminal) std::cerr << "\r\033[K" << std::flush;
     std::cout << "passcheck chunk: " << args.model << ", " << args.mode << " chunking of " << args.modules
               << ", early gradient accumulation " << (args.early_accumulation ? "on" : "off") << ", " << args.steps
               << " steps: graph-chunked vs eager-chunked\n"
