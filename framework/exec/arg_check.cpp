@@ -145,7 +145,8 @@ class ArgChecker {
 
  private:
   std::string wrong(const ir::Arg& a) const { return constant_kind(a) + " where " + expected() + " is expected"; }
-  std::string expected() const { return "a " + schema_arg_.type()->str(); }
+  // The schema's own spelling (real_type: ScalarType, not the int a boxed call carries).
+  std::string expected() const { return "`" + schema_arg_.real_type()->str() + "`"; }
 
   // Enum arguments take their own constant kind or a plain int code.
   std::string coded(const ir::Arg& a, ir::Arg::Kind own) const {

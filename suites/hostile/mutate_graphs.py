@@ -176,6 +176,8 @@ def split_args(args):
 
 
 def classify(rc, output):
+    if rc == -999:
+        return None
     if rc is None:
         return "timeout"
     if rc < 0:
@@ -193,6 +195,8 @@ def run_one(passcheck, path, extra):
         return r.returncode, r.stdout + r.stderr
     except subprocess.TimeoutExpired:
         return None, "timeout"
+    except OSError as e:  # the binary being rebuilt under the campaign
+        return -999, "could not start passcheck: %s" % e
 
 
 def main():
