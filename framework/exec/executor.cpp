@@ -259,6 +259,20 @@ bool same_layout(const std::vector<int64_t>& actual, const std::vector<int64_t>&
   return true;
 }
 
+// Some view kernels (_reshape_alias) take sizes and strides unchecked: a view reaching
+// past its storage would be read out of bounds by the next kernel.
+void check_within_storage(const ir::Value& v, const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage() || t.layout() != c10::kStrided || t.device().is_meta()) return;
+  const int64_t extent = storage_extent_bytes(t.sizes().vec(), t.strides().vec(), static_cast<int64_t>(t.element_size()));
+  const int64_t offset = t.storage_offset() * static_cast<int64_t>(t.element_size());
+  const int64_t available = static_cast<int64_t>(t.storage().nbytes());
+  if (extent == 0 || (offset >= 0 && offset <= available && extent <= available - offset)) return;
+  throw ExecError("output %" + v.name() + " (sizes " + ir::format_int_list(t.sizes().vec()) + ", strides " +
+                  ir::format_int_list(t.strides().vec()) + ", offset " + std::to_string(t.storage_offset()) +
+                  ") addresses " + format_bytes(extent) + " of a storage of " + format_bytes(available) +
+                  "; the view's sizes and strides do not fit its input");
+}
+
 void check_output_meta(const ir::Value& v, const c10::IValue& iv) {
   if (v.type() != ir::ValueType::Tensor || !v.meta() || !iv.isTensor()) return;
   const at::Tensor& t = iv.toTensor();
@@ -322,6 +336,7 @@ void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, L
   }
   for (size_t i = 0; i < plan.output_slots.size(); ++i) {
     const c10::IValue& out = slots[plan.output_slots[i]];
+    if (out.isTensor()) check_within_storage(*plan.node->output(i), out.toTensor());
     if (options_.check_metadata) check_output_meta(*plan.node->output(i), out);
     else if (plan.shape_guard) check_data_dependent_shape(*plan.node, *plan.node->output(i), out);
     if (tracker && out.isTensor()) tracker->acquire(out.toTensor());

@@ -158,6 +158,20 @@ TEST(HostileGraph, InternalAssertsOfLibTorchReachTheUserAsBadArguments) {
   EXPECT_EQ(msg.find("report a bug"), std::string::npos) << msg;
 }
 
+TEST(HostileGraph, AViewReachingPastItsStorageIsRefusedBeforeAnythingReadsIt) {
+  // Found by suites/hostile/mutate_graphs.py: _reshape_alias takes strides unchecked,
+  // and reading the view segfaulted.
+  exec::ExecutorOptions options;
+  options.check_metadata = false;
+  std::string msg = run_error(
+      "graph(arg %x : f32[2, 2]):\n  %v : f32[2, 2] = aten::_reshape_alias(%x, [2, 2], [1000000000, 2])\n"
+      "  %y : f32[2, 2] = aten::neg(%v)\n  return (%y)\n",
+      options);
+  EXPECT_CONTAINS(msg, "output %v (sizes [2, 2], strides [1000000000, 2], offset 0) addresses 4000000012 bytes");
+  EXPECT_CONTAINS(msg, "of a storage of 16 bytes; the view's sizes and strides do not fit its input");
+  EXPECT_CONTAINS(msg, "(g.txt:2:20)");
+}
+
 TEST(HostileGraph, DeclaredTypesAndSizeArgumentsOverTheBudgetAreRefusedBeforeAnythingRuns) {
   EXPECT_CONTAINS(executor_error(graph_of("%y : f32[2] = aten::resize_(%x, [1000000000])")),
                   "g.txt:2:35: aten::resize_ argument 'size' [1000000000] asks for 4000000000 bytes (3.73 GiB), over the "
