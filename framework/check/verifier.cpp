@@ -5,6 +5,8 @@
 // Messages quote the offending node's text and say where a bad operand was defined.
 #include "framework/check/verifier.h"
 
+#include "framework/exec/arg_check.h"
+#include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
 
 #include <map>
@@ -37,6 +39,7 @@ class Verifier {
     check_use_lists();
     check_outputs();
     check_symbols();
+    check_schemas();
     return std::move(issues_);
   }
 
@@ -177,6 +180,18 @@ class Verifier {
       for (const Value* out : n->outputs()) check_meta(out, "node " + quoted(*n));
     }
     for (const sym::Claim& c : g_.claims()) check_declared(c.condition, "claim " + c.kind + " on " + c.subject);
+  }
+
+  // Arguments the operator's schema cannot take (exec/arg_check.h), located in the
+  // source text when there is one. Unknown operators are left to the executor, which
+  // names them; passes and tests may use operators only they define.
+  void check_schemas() {
+    for (const Node* n : g_.nodes()) {
+      std::optional<c10::OperatorHandle> op = exec::find_operator(n->op());
+      if (!op) continue;
+      for (const exec::ArgumentProblem& p : exec::check_arguments(*n, op->schema()))
+        issue(n->source_line > 0 ? exec::located(*n, p) : "node " + quoted(*n) + ": " + p.message);
+    }
   }
 
   // Every use recorded on a value must point at an operand slot (or graph output)

@@ -1,6 +1,7 @@
 // Structural verifier run after every pass: definitions precede uses, use lists agree
 // with operands, graph outputs are defined, names are unique, metadata invariants hold
-// and phases are ordered (no forward or loss node after the first backward node). It
+// and phases are ordered (no forward or loss node after the first backward node), and
+// every argument fits its operator's schema (kinds, enum codes; exec/arg_check.h). It
 // never mutates the graph.
 #pragma once
 

@@ -114,10 +114,12 @@ int run_graph_file(const RunArgs& args) {
     exec::ExecutorOptions exec_options;
     exec_options.track_live_bytes = true;
     exec_options.check_metadata = args.check_metadata;
+    exec_options.max_bytes = args.memory_budget;
     exec::Executor executor(*graph, exec_options);
     exec::InputOptions input_options;
     input_options.seed = args.seed;
     input_options.int_high = args.int_high;
+    input_options.max_bytes = args.memory_budget;
     std::vector<c10::IValue> outputs = executor.run(exec::make_inputs(*graph, input_options));
     const auto& stats = executor.last_stats();
     std::cout << args.file << ": ran " << stats.nodes_run << " nodes; peak live bytes " << stats.peak_live_bytes

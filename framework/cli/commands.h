@@ -2,6 +2,8 @@
 // verification failed (mismatch), 2 bad input or usage (the message says what and where).
 #pragma once
 
+#include "framework/exec/memory.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -38,6 +40,8 @@ struct RunArgs {
   /// Run on this device ("cpu", "cuda"): the file's types and device arguments are
   /// moved there first (a graph traced with --meta runs this way).
   std::string device;
+  /// Memory budget in bytes for the inputs and the run (exec::ExecutorOptions::max_bytes).
+  int64_t memory_budget = exec::kDefaultMemoryBudget;
 };
 int run_graph_file(const RunArgs& args);
 
@@ -61,6 +65,7 @@ struct EquivArgs {
   int64_t int_high = 2;
   std::string device;    ///< move both graphs to this device first (empty: as written)
   bool mutants = false;  ///< --pipeline may name the known-buggy passes
+  int64_t memory_budget = exec::kDefaultMemoryBudget;  ///< for the inputs and each run
 };
 int run_equiv(const EquivArgs& args);
 

@@ -76,6 +76,7 @@ int run_equiv(const EquivArgs& args) {
     options.seed = args.seed;
     options.int_high = args.int_high;
     options.rng_seed = args.seed;
+    options.max_bytes = args.memory_budget;
     EquivReport report = compare_graphs(*a, *b, options);
     std::cout << "passcheck equiv: A " << args.a << ", B " << b_name << ", seed " << args.seed << "\n"
               << report.format();

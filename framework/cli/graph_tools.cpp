@@ -1,5 +1,6 @@
 // Graph files as first-class objects (see graph_tools.h).
 #include "framework/cli/graph_tools.h"
+#include "framework/check/verifier.h"
 #include "framework/io/files.h"
 
 #include "framework/exec/executor.h"
@@ -17,7 +18,16 @@
 namespace passcheck::cli {
 
 std::unique_ptr<ir::Graph> load_graph_file(const std::string& path) {
-  return ir::parse_graph(io::read_file(path, "graph file"), path);
+  std::unique_ptr<ir::Graph> graph = ir::parse_graph(io::read_file(path, "graph file"), path);
+  // Verified before anything runs: LibTorch unpacks arguments with internal asserts.
+  std::vector<check::VerifierIssue> issues = check::verify_graph(*graph);
+  if (!issues.empty()) {
+    std::string message = issues.front().message;
+    if (message.rfind(path + ":", 0) != 0) message = path + ": " + message;
+    if (issues.size() > 1) message += " (+" + std::to_string(issues.size() - 1) + " more)";
+    throw std::invalid_argument(message);
+  }
+  return graph;
 }
 
 namespace {
@@ -55,11 +65,13 @@ std::vector<c10::IValue> fresh_copies(const std::vector<c10::IValue>& values) {
   return out;
 }
 
-std::vector<c10::IValue> run_seeded(const ir::Graph& g, std::vector<c10::IValue>& inputs, uint64_t rng_seed) {
+std::vector<c10::IValue> run_seeded(const ir::Graph& g, std::vector<c10::IValue>& inputs, uint64_t rng_seed,
+                                    int64_t max_bytes) {
   // Both runs start from the same generator state (CPU and, when present, CUDA).
   at::manual_seed(rng_seed);
   exec::ExecutorOptions options;
   options.check_metadata = true;
+  options.max_bytes = max_bytes;
   return exec::Executor(g, options).run(inputs);
 }
 
@@ -198,6 +210,7 @@ EquivReport compare_graphs(const ir::Graph& a, const ir::Graph& b, const EquivOp
   exec::InputOptions input_options;
   input_options.seed = options.seed;
   input_options.int_high = options.int_high;
+  input_options.max_bytes = options.max_bytes;
   const std::vector<c10::IValue> generated = exec::make_inputs(a, input_options);
   std::map<std::string, c10::IValue> by_name;
   for (size_t i = 0; i < a.inputs().size(); ++i) by_name[a.inputs()[i]->name()] = generated[i];
@@ -205,8 +218,8 @@ EquivReport compare_graphs(const ir::Graph& a, const ir::Graph& b, const EquivOp
   for (const ir::Value* v : b.inputs()) inputs_b_order.push_back(by_name.at(v->name()));
 
   std::vector<c10::IValue> inputs_a = fresh_copies(generated), inputs_b = fresh_copies(inputs_b_order);
-  std::vector<c10::IValue> out_a = run_seeded(a, inputs_a, options.rng_seed);
-  std::vector<c10::IValue> out_b = run_seeded(b, inputs_b, options.rng_seed);
+  std::vector<c10::IValue> out_a = run_seeded(a, inputs_a, options.rng_seed, options.max_bytes);
+  std::vector<c10::IValue> out_b = run_seeded(b, inputs_b, options.rng_seed, options.max_bytes);
 
   EquivReport report;
   if (out_a.size() != out_b.size())

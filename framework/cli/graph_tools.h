@@ -5,6 +5,7 @@
 #pragma once
 
 #include "framework/check/compare.h"
+#include "framework/exec/memory.h"
 #include "framework/ir/graph.h"
 
 #include <cstdint>
@@ -16,8 +17,9 @@
 
 namespace passcheck::cli {
 
-/// Reads and parses a graph file; throws std::invalid_argument when it cannot be opened
-/// and ir::ParseError ("file:line:col: ...") when it is malformed.
+/// Reads, parses and verifies a graph file (check/verifier.h, arguments against their
+/// operator schemas included); throws std::invalid_argument when it cannot be opened or
+/// does not verify, and ir::ParseError ("file:line:col: ...") when it is malformed.
 std::unique_ptr<ir::Graph> load_graph_file(const std::string& path);
 
 /// Moves every tensor type and device argument of `graph` to `device` (meta, cpu and
@@ -37,6 +39,8 @@ struct EquivOptions {
   /// The default generators are seeded with this before each run, so random ops of both
   /// graphs draw the same numbers.
   uint64_t rng_seed = 0;
+  /// Memory budget of input generation and of each run (exec::ExecutorOptions::max_bytes).
+  int64_t max_bytes = exec::kDefaultMemoryBudget;
 };
 
 /// One compared value: a graph output (by position) or an input after the run (by

@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("!--no-check-meta", run.check_metadata, "Do not compare outputs with their recorded types");
 
   run_cmd->add_option("--device", run.device, "Move the graph to this device first: cpu, cuda (runs a trace --meta file)");
+  run_cmd->add_option("--memory-budget", run.memory_budget, "Most bytes the inputs and the run may take (2GiB, 512MiB, 0: none)")
+      ->transform(CLI::AsSizeValue(false))->capture_default_str();
 
   OptArgs opt;
   auto* opt_cmd = app.add_subcommand("opt", "Run a pipeline on a graph file behind the gate and print the resulting graph");
@@ -99,6 +101,8 @@ int main(int argc, char** argv) {
   equiv_cmd->add_option("--int-high", equiv.int_high, "Integer inputs are drawn from [0, N)")->check(kIntHigh)->capture_default_str();
   equiv_cmd->add_option("--device", equiv.device, "Move both graphs to this device first: cpu, cuda");
   equiv_cmd->add_flag("--mutants", equiv.mutants, "Also register the known-buggy passes (mutant-...)");
+  equiv_cmd->add_option("--memory-budget", equiv.memory_budget, "Most bytes the inputs and each run may take (2GiB, 512MiB, 0: none)")
+      ->transform(CLI::AsSizeValue(false))->capture_default_str();
 
   CheckArgs check;
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");

@@ -4,6 +4,7 @@
 #include "framework/exec/op_properties.h"
 
 #include "framework/compat/torch_compat.h"
+#include "framework/exec/arg_check.h"
 #include "framework/exec/passcheck_ops.h"
 #include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
@@ -11,13 +12,16 @@
 #include <ATen/core/grad_mode.h>
 
 #include <chrono>
+#include <limits>
+#include <optional>
 #include <unordered_map>
 
 namespace passcheck::exec {
 
 std::string describe_node(const ir::Node& node) {
   std::string out = "node `" + ir::print_node(node) + "`";
-  if (node.source_line > 0) out += " (line " + std::to_string(node.source_line) + ")";
+  std::string where = source_location(node);
+  if (!where.empty()) out += " (" + where + ")";
   return out;
 }
 
@@ -29,7 +33,46 @@ struct ArgPlan {
   size_t slot = 0;             // Source::Slot
   const ir::Arg* arg = nullptr;  // Source::Build: a list holding values
   const c10::Argument* schema_arg = nullptr;
+  const EnumDomain* domain = nullptr;  // Source::Slot: the enum an int value must name
 };
+
+// LibTorch reports arguments its boxed unpacking or a kernel's own invariants cannot
+// take as internal assertion failures. Reaching one from a graph file means the file
+// asked for something the operator does not accept, so it is reported as such.
+std::string without_bug_report(const std::string& message) {
+  const std::string assert_marker = " INTERNAL ASSERT FAILED at ";
+  const std::string bug_marker = "please report a bug to PyTorch.";
+  auto at = message.find(assert_marker);
+  auto bug = message.find(bug_marker);
+  if (at == std::string::npos && bug == std::string::npos) return message;
+  std::string condition = at == std::string::npos ? "" : message.substr(0, at);
+  std::string detail = bug == std::string::npos ? "" : message.substr(bug + bug_marker.size());
+  while (!detail.empty() && (detail.front() == ' ' || detail.front() == '\n')) detail.erase(0, 1);
+  while (!detail.empty() && (detail.back() == ' ' || detail.back() == '\n')) detail.pop_back();
+  return "the operator does not accept these arguments (LibTorch's internal check `" + condition + "` failed" +
+         (detail.empty() ? "" : ": " + detail) + ")";
+}
+
+// Declared bytes of a tensor value (0 for other values, values without a type and
+// meta tensors, which take no memory).
+int64_t declared_bytes(const ir::Value& v) {
+  if (v.type() != ir::ValueType::Tensor || !v.meta() || v.meta()->device.is_meta()) return 0;
+  const ir::TensorMeta& m = *v.meta();
+  return storage_extent_bytes(m.sizes, m.strides, static_cast<int64_t>(c10::elementSize(m.dtype)));
+}
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t d = sizes.size(); d-- > 1;)
+    if (__builtin_mul_overflow(strides[d], std::max<int64_t>(sizes[d], 1), &strides[d - 1]))
+      strides[d - 1] = std::numeric_limits<int64_t>::max();
+  return strides;
+}
+
+[[noreturn]] void over_budget(const std::string& where, const std::string& what, int64_t bytes, int64_t budget) {
+  throw ExecError(where + ": " + what + " " + format_bytes(bytes) + ", over the memory budget of " +
+                  format_bytes(budget) + "; raise it with --memory-budget");
+}
 }  // namespace
 
 struct Executor::NodePlan {
@@ -65,15 +108,16 @@ Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(gra
     plan.shape_guard = has_data_dependent_output_shape(node->op_name());
     const c10::FunctionSchema& schema = plan.op.schema();
     const auto& schema_args = schema.arguments();
-    if (node->num_args() > schema_args.size())
-      throw ExecError(node->op() + " takes " + std::to_string(schema_args.size()) + " arguments but " +
-                      std::to_string(node->num_args()) + " were given in " + describe_node(*node));
+    std::vector<ArgumentProblem> problems = check_arguments(*node, schema);
+    if (!problems.empty()) {
+      std::string message = located(*node, problems.front());
+      if (problems.size() > 1) message += " (+" + std::to_string(problems.size() - 1) + " more)";
+      throw ExecError(message);
+    }
     for (size_t i = 0; i < schema_args.size(); ++i) {
       ArgPlan ap;
       ap.schema_arg = &schema_args[i];
       if (i >= node->num_args()) {
-        if (!schema_args[i].default_value())
-          throw ExecError("missing argument '" + schema_args[i].name() + "' of " + node->op() + " in " + describe_node(*node));
         ap.constant = *schema_args[i].default_value();
       } else {
         const ir::Arg& arg = node->arg(i);
@@ -85,6 +129,7 @@ Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(gra
         if (arg.is_value()) {
           ap.source = ArgPlan::Source::Slot;
           ap.slot = slot_of.at(arg.value);
+          ap.domain = enum_domain(schema_args[i], node->op_name());
         } else if (has_values) {
           ap.source = ArgPlan::Source::Build;
           ap.arg = &arg;
@@ -125,6 +170,64 @@ Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(gra
     }
     plans_[last_use[s]].release_after.push_back(s);
   }
+  if (options_.max_bytes > 0) check_declared_memory(last_use);
+}
+
+// The budget as far as the file declares it. Types can understate what a node
+// allocates; the allocation budget in run() catches those.
+void Executor::check_declared_memory(const std::vector<int64_t>& last_use) const {
+  const int64_t budget = options_.max_bytes;
+  auto add = [](int64_t a, int64_t b) {
+    int64_t sum = 0;
+    return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
+  };
+  int64_t live = 0;
+  for (const ir::Value* in : graph_.inputs()) {
+    const int64_t bytes = declared_bytes(*in);
+    if (bytes > budget) throw ExecError(graph_.source_name + (graph_.source_name.empty() ? "" : ": ") + "graph input %" + in->name() + " : " + ir::print_type(*in) + " needs " +
+                                        format_bytes(bytes) + ", over the memory budget of " + format_bytes(budget) +
+                                        "; raise it with --memory-budget");
+    live = add(live, bytes);
+  }
+  // Inputs stay counted throughout: the caller holds them.
+  std::vector<int64_t> held(num_slots_, 0);
+  for (const NodePlan& plan : plans_) {
+    const ir::Node& node = *plan.node;
+    // A view or an in-place result shares its input's storage; resize_ is the exception.
+    const bool allocates = !aliases_input(node) || node.op_name() == "aten::resize_";
+    const std::string where = source_location(node);
+    const std::string at = where.empty() ? describe_node(node) : where;
+    for (size_t i = 0; i < node.num_outputs() && allocates; ++i) {
+      const ir::Value& out = *node.output(i);
+      const int64_t bytes = declared_bytes(out);
+      if (bytes > budget) over_budget(at, "%" + out.name() + " : " + ir::print_type(out) + " needs", bytes, budget);
+      held[plan.output_slots[i]] = bytes;
+      live = add(live, bytes);
+    }
+    const int64_t element_size =
+        node.num_outputs() > 0 && node.output(0)->meta() ? c10::elementSize(node.output(0)->meta()->dtype) : 4;
+    for (size_t i = 0; i < node.num_args() && allocates; ++i) {
+      const ir::Arg& arg = node.arg(i);
+      if (plan.args[i].schema_arg->name() != "size" || arg.kind != ir::Arg::Kind::List) continue;
+      std::vector<int64_t> sizes;
+      for (const ir::Arg& e : arg.list)
+        if (e.kind == ir::Arg::Kind::Int) sizes.push_back(e.i);
+      if (sizes.size() != arg.list.size()) continue;  // symbolic or runtime sizes
+      bool negative = false;
+      for (int64_t size : sizes) negative |= size < 0;
+      if (negative) continue;  // LibTorch refuses negative sizes itself
+      const int64_t bytes = storage_extent_bytes(sizes, row_major_strides(sizes), element_size);
+      if (bytes > budget) {
+        std::string arg_where = source_location(node, i);
+        over_budget(arg_where.empty() ? at : arg_where,
+                    node.op() + " argument 'size' " + ir::format_int_list(sizes) + " asks for", bytes, budget);
+      }
+    }
+    if (live > budget)
+      over_budget(at, "the values the graph holds up to " + node.op() + " (by their declared types) need", live,
+                  budget);
+    for (size_t s : plan.release_after) live -= held[s];  // zero for inputs
+  }
 }
 
 void Executor::check_inputs(const std::vector<c10::IValue>& inputs) const {
@@ -154,6 +257,20 @@ bool same_layout(const std::vector<int64_t>& actual, const std::vector<int64_t>&
   for (size_t d = 0; d < actual.size(); ++d)
     if (sizes[d] > 1 && actual[d] != expected[d]) return false;
   return true;
+}
+
+// Some view kernels (_reshape_alias) take sizes and strides unchecked: a view reaching
+// past its storage would be read out of bounds by the next kernel.
+void check_within_storage(const ir::Value& v, const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage() || t.layout() != c10::kStrided || t.device().is_meta()) return;
+  const int64_t extent = storage_extent_bytes(t.sizes().vec(), t.strides().vec(), static_cast<int64_t>(t.element_size()));
+  const int64_t offset = t.storage_offset() * static_cast<int64_t>(t.element_size());
+  const int64_t available = static_cast<int64_t>(t.storage().nbytes());
+  if (extent == 0 || (offset >= 0 && offset <= available && extent <= available - offset)) return;
+  throw ExecError("output %" + v.name() + " (sizes " + ir::format_int_list(t.sizes().vec()) + ", strides " +
+                  ir::format_int_list(t.strides().vec()) + ", offset " + std::to_string(t.storage_offset()) +
+                  ") addresses " + format_bytes(extent) + " of a storage of " + format_bytes(available) +
+                  "; the view's sizes and strides do not fit its input");
 }
 
 void check_output_meta(const ir::Value& v, const c10::IValue& iv) {
@@ -188,7 +305,13 @@ void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, L
   for (const ArgPlan& ap : plan.args) {
     switch (ap.source) {
       case ArgPlan::Source::Constant: stack_.push_back(ap.constant); break;
-      case ArgPlan::Source::Slot: stack_.push_back(slots[ap.slot]); break;
+      case ArgPlan::Source::Slot:
+        if (ap.domain && slots[ap.slot].isInt()) {
+          std::string problem = enum_problem(*ap.domain, slots[ap.slot].toInt());
+          if (!problem.empty()) throw ExecError(plan.node->op() + " argument '" + ap.schema_arg->name() + "': " + problem);
+        }
+        stack_.push_back(slots[ap.slot]);
+        break;
       case ArgPlan::Source::Build:
         stack_.push_back(to_ivalue(*ap.arg, *ap.schema_arg,
                                    [&](ir::Value* v) -> const c10::IValue& { return slots[slot_of_.at(v)]; }));
@@ -213,6 +336,7 @@ void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, L
   }
   for (size_t i = 0; i < plan.output_slots.size(); ++i) {
     const c10::IValue& out = slots[plan.output_slots[i]];
+    if (out.isTensor()) check_within_storage(*plan.node->output(i), out.toTensor());
     if (options_.check_metadata) check_output_meta(*plan.node->output(i), out);
     else if (plan.shape_guard) check_data_dependent_shape(*plan.node, *plan.node->output(i), out);
     if (tracker && out.isTensor()) tracker->acquire(out.toTensor());
@@ -227,6 +351,8 @@ std::vector<c10::IValue> Executor::run(std::vector<c10::IValue> inputs) {
   std::vector<c10::IValue> slots(num_slots_);
   std::unique_ptr<LiveBytesTracker> tracker;
   if (options_.track_live_bytes) tracker = std::make_unique<LiveBytesTracker>();
+  std::optional<AllocationBudgetScope> budget;
+  if (options_.max_bytes > 0) budget.emplace(options_.max_bytes);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (tracker && inputs[i].isTensor()) tracker->acquire(inputs[i].toTensor());
     slots[i] = std::move(inputs[i]);
@@ -246,9 +372,9 @@ std::vector<c10::IValue> Executor::run(std::vector<c10::IValue> inputs) {
     } catch (const ExecError& e) {
       throw ExecError(std::string(e.what()) + " in " + describe_node(*plan.node));
     } catch (const c10::Error& e) {
-      throw ExecError(compat::error_message(e) + "\n  while running " + describe_node(*plan.node));
+      throw ExecError(without_bug_report(compat::error_message(e)) + "\n  while running " + describe_node(*plan.node));
     } catch (const std::exception& e) {
-      throw ExecError(std::string(e.what()) + "\n  while running " + describe_node(*plan.node));
+      throw ExecError(without_bug_report(e.what()) + "\n  while running " + describe_node(*plan.node));
     }
     ++stats_.nodes_run;
     if (options_.free_after_last_use)

@@ -36,6 +36,12 @@ struct ExecutorOptions {
   /// bug 4 — autograd history keeps every forward intermediate alive — and only the
   /// mutant suite turns it off.
   bool no_grad = true;
+  /// Memory budget in bytes (0: none). Checked before anything runs: every declared
+  /// output type, every `size` argument of an allocating operator, and the declared bytes
+  /// live at any point (inputs included, views not counted twice) must fit. While the
+  /// graph runs, a CPU allocation that would take the bytes allocated since run() began
+  /// above it fails. Meta tensors take no memory and are not counted.
+  int64_t max_bytes = kDefaultMemoryBudget;
 };
 
 struct ExecutionStats {
@@ -54,8 +60,10 @@ struct ExecutionStats {
 
 class Executor {
  public:
-  /// Resolves every operator and plans value lifetimes; throws ExecError for unknown
-  /// operators or argument counts that do not fit the schema.
+  /// Resolves every operator, checks every argument against its schema
+  /// (exec/arg_check.h) and the memory budget, and plans value lifetimes; throws
+  /// ExecError ("file:line:col: ...") for unknown operators, arguments the schema cannot
+  /// take and declared memory over the budget.
   explicit Executor(const ir::Graph& graph, ExecutorOptions options = {});
   ~Executor();
   /// Runs the graph on `inputs` (one per graph input, in order); returns the outputs.
@@ -66,6 +74,7 @@ class Executor {
  private:
   struct NodePlan;
   void check_inputs(const std::vector<c10::IValue>& inputs) const;
+  void check_declared_memory(const std::vector<int64_t>& last_use) const;
   void run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, LiveBytesTracker* tracker);
 
   const ir::Graph& graph_;
@@ -79,7 +88,8 @@ class Executor {
   std::unordered_map<const ir::Value*, size_t> slot_of_;
 };
 
-/// One-line description of a node for error messages: its text and source line.
+/// One-line description of a node for error messages: its text and where it was parsed
+/// from ("node `%y : f32[2] = aten::neg(%x)` (g.txt:2:17)").
 std::string describe_node(const ir::Node& node);
 
 }  // namespace passcheck::exec

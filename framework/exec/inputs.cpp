@@ -1,5 +1,6 @@
 // Seeded input generation for graph files.
 #include "framework/exec/inputs.h"
+#include "framework/ir/text.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -8,7 +9,27 @@
 
 namespace passcheck::exec {
 
+namespace {
+// Checked before anything is drawn: a declared f32[30000, 30000] is 3.6 GB.
+void check_budget(const ir::Graph& graph, int64_t budget) {
+  int64_t total = 0;
+  for (const ir::Value* in : graph.inputs()) {
+    if (in->type() != ir::ValueType::Tensor || !in->meta() || in->meta()->device.is_meta()) continue;
+    const ir::TensorMeta& m = *in->meta();
+    const int64_t bytes = storage_extent_bytes(m.sizes, m.strides, static_cast<int64_t>(c10::elementSize(m.dtype)));
+    if (bytes > budget)
+      throw std::invalid_argument("input %" + in->name() + " : " + ir::print_type(*in) + " needs " + format_bytes(bytes) +
+                                  ", over the memory budget of " + format_bytes(budget) +
+                                  "; raise it with --memory-budget");
+    if (__builtin_add_overflow(total, bytes, &total) || total > budget)
+      throw std::invalid_argument("the graph's inputs up to %" + in->name() + " need more than the memory budget of " +
+                                  format_bytes(budget) + " together (raise it with --memory-budget)");
+  }
+}
+}  // namespace
+
 std::vector<c10::IValue> make_inputs(const ir::Graph& graph, const InputOptions& options) {
+  if (options.max_bytes > 0) check_budget(graph, options.max_bytes);
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(options.seed);
   std::vector<c10::IValue> out;
   for (const ir::Value* in : graph.inputs()) {

@@ -15,8 +15,11 @@
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdio>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -127,6 +130,10 @@ struct CounterState {
   std::atomic<int64_t> peak{0};
   std::array<Shard, kShards> shards;
   std::mutex install_mutex;
+  // AllocationBudgetScope: the byte count allocations may not exceed, and the budget
+  // that ceiling came from (for the message).
+  std::atomic<int64_t> ceiling{std::numeric_limits<int64_t>::max()};
+  std::atomic<int64_t> budget{0};
 };
 
 CounterState& state() {
@@ -151,8 +158,26 @@ void add_bytes(int64_t n) {
   }
 }
 
+// Refused before the original allocator is asked: with overcommit, a huge request
+// would succeed and the process would die later, when the memory is touched.
+void refuse_over_budget(size_t n) {
+  CounterState& s = state();
+  const int64_t ceiling = s.ceiling.load(std::memory_order_relaxed);
+  if (ceiling == std::numeric_limits<int64_t>::max() || n == 0) return;
+  const int64_t current = s.current.load(std::memory_order_relaxed);
+  const int64_t budget = s.budget.load(std::memory_order_relaxed);
+  const bool too_big = n > static_cast<size_t>(std::numeric_limits<int64_t>::max() - current) ||
+                       current + static_cast<int64_t>(n) > ceiling;
+  if (!too_big) return;
+  TORCH_CHECK(false, "memory budget exceeded: allocating ", format_bytes(static_cast<int64_t>(std::min<size_t>(
+                         n, static_cast<size_t>(std::numeric_limits<int64_t>::max())))),
+              " would bring this run over its memory budget of ", format_bytes(budget), " (",
+              format_bytes(budget - (ceiling - current)), " already held; raise it with --memory-budget)");
+}
+
 c10::DataPtr CountingCpuAllocator::allocate(size_t n) const {
   c10::Allocator* original = state().original.load(std::memory_order_acquire);
+  refuse_over_budget(n);
   c10::DataPtr inner = original->allocate(n);
   void* data = inner.get();
   if (data == nullptr) {
@@ -236,6 +261,56 @@ int64_t CpuAllocationCounter::peak_bytes() { return state().peak.load(std::memor
 void CpuAllocationCounter::reset_peak() {
   CounterState& s = state();
   s.peak.store(s.current.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------------
+// Budgets
+
+int64_t storage_extent_bytes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                             int64_t element_size) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (int64_t size : sizes)
+    if (size == 0) return 0;
+  // Last addressed element: sum of (size - 1) * stride, in elements.
+  int64_t last = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const int64_t stride = d < strides.size() ? strides[d] : 1;
+    if (sizes[d] < 0 || stride < 0) return kMax;
+    int64_t span = 0;
+    if (__builtin_mul_overflow(sizes[d] - 1, stride, &span) || __builtin_add_overflow(last, span, &last)) return kMax;
+  }
+  int64_t bytes = 0;
+  if (__builtin_add_overflow(last, int64_t{1}, &last) || __builtin_mul_overflow(last, element_size, &bytes)) return kMax;
+  return bytes;
+}
+
+std::string format_bytes(int64_t bytes) {
+  static const char* const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  std::string text = std::to_string(bytes) + " bytes";
+  if (bytes < 1024) return text;
+  double scaled = static_cast<double>(bytes);
+  size_t unit = 0;
+  for (scaled /= 1024; scaled >= 1024 && unit + 1 < std::size(units); scaled /= 1024) ++unit;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " (%.2f %s)", scaled, units[unit]);
+  return text + buf;
+}
+
+AllocationBudgetScope::AllocationBudgetScope(int64_t max_bytes) {
+  CpuAllocationCounter::install();
+  CounterState& s = state();
+  previous_ceiling_ = s.ceiling.load();
+  previous_budget_ = s.budget.load();
+  const int64_t current = s.current.load();
+  int64_t ceiling = 0;
+  if (__builtin_add_overflow(current, max_bytes, &ceiling)) ceiling = std::numeric_limits<int64_t>::max() - 1;
+  s.ceiling.store(ceiling);
+  s.budget.store(max_bytes);
+}
+
+AllocationBudgetScope::~AllocationBudgetScope() {
+  state().ceiling.store(previous_ceiling_);
+  state().budget.store(previous_budget_);
 }
 
 // ---------------------------------------------------------------------------------

@@ -7,7 +7,9 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace at {
 class Tensor;
@@ -17,6 +19,36 @@ struct StorageImpl;
 }
 
 namespace passcheck::exec {
+
+/// Default memory budget for running a graph file (ExecutorOptions::max_bytes,
+/// InputOptions::max_bytes, `--memory-budget`): 2 GiB, far above any debug model's
+/// graph and far below what a hostile size argument asks for.
+constexpr int64_t kDefaultMemoryBudget = int64_t{2} << 30;
+
+/// Bytes a tensor with these sizes and strides addresses from its first element (the
+/// storage it needs): 0 when a size is 0, saturating at INT64_MAX; sizes or strides
+/// that are negative count as INT64_MAX.
+int64_t storage_extent_bytes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                             int64_t element_size);
+
+/// "3600000000 bytes (3.35 GiB)".
+std::string format_bytes(int64_t bytes);
+
+/// While alive, a CPU allocation through c10's allocator that would bring the bytes
+/// allocated since the scope began above `max_bytes` fails, before any memory is
+/// taken, with a c10::Error naming the bytes and the budget (installs
+/// CpuAllocationCounter). Scopes nest; the innermost budget applies.
+class AllocationBudgetScope {
+ public:
+  explicit AllocationBudgetScope(int64_t max_bytes);
+  ~AllocationBudgetScope();
+  AllocationBudgetScope(const AllocationBudgetScope&) = delete;
+  AllocationBudgetScope& operator=(const AllocationBudgetScope&) = delete;
+
+ private:
+  int64_t previous_ceiling_;
+  int64_t previous_budget_;
+};
 
 /// Bytes of the tensors an execution keeps alive. A storage shared by several live
 /// values (views, aliases) is counted once, by its full size in bytes.

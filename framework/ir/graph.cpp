@@ -420,6 +420,8 @@ std::unique_ptr<Graph> Graph::clone() const {
   for (Node* n = head_; n; n = n->next_) {
     Node* c = g->clone_node(*n, [&](Value* v) { return map.at(v); });
     c->source_line = n->source_line;
+    c->source_op = n->source_op;
+    c->source_args = n->source_args;
     for (size_t i = 0; i < n->outputs_.size(); ++i) {
       g->rename(c->output(i), n->outputs_[i]->name_);
       map[n->outputs_[i].get()] = c->output(i);
@@ -427,6 +429,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   }
   for (Value* o : outputs_) g->add_output(map.at(o));
   g->name_counters_ = name_counters_;
+  g->source_name = source_name;
   g->symbols_ = symbols_;
   g->claims_ = claims_;
   return g;

@@ -45,6 +45,12 @@ struct Use {
   bool operator==(const Use& o) const { return user == o.user && slot == o.slot; }
 };
 
+/// A position in the text a graph was parsed from (line 0: not parsed).
+struct SourcePos {
+  int line = 0;
+  int column = 0;
+};
+
 /// A schema argument: a constant, a reference to a Value, or a list of those.
 struct Arg {
   enum class Kind : uint8_t { None, Bool, Int, Float, String, Dtype, Device, Layout, MemoryFormat, Value, List, Sym };
@@ -170,6 +176,10 @@ class Node {
 
   /// Line of the node in the text it was parsed from (0 when not parsed).
   int source_line = 0;
+  /// Where the operator name and each top-level argument were parsed from (empty when
+  /// not parsed), so argument errors can point at `file:line:col`.
+  SourcePos source_op;
+  std::vector<SourcePos> source_args;
 
  private:
   friend class Graph;
@@ -277,6 +287,8 @@ class Graph {
 
   /// Text form (framework/ir/text.h).
   std::string print() const;
+  /// The file (or name) the graph was parsed from; empty when built in code.
+  std::string source_name;
   /// Hash of the text form; equal graphs hash equally.
   uint64_t hash() const;
 

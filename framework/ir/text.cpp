@@ -226,6 +226,7 @@ class Parser {
 
   std::unique_ptr<Graph> parse() {
     graph_ = std::make_unique<Graph>();
+    graph_->source_name = source_;
     while (true) {
       if (peek_word("symbol")) parse_symbol();
       else if (peek_word("claim")) parse_claim();
@@ -816,9 +817,12 @@ class Parser {
       fail_at(op_line, op_col, "expected an operator such as aten::mm but found '" + op + "'");
     expect('(');
     std::vector<Arg> args;
+    std::vector<SourcePos> arg_positions;
     skip_space();
     if (peek() != ')') {
       do {
+        skip_space();
+        arg_positions.push_back(SourcePos{line_, col_});
         args.push_back(parse_arg());
       } while (accept(','));
     }
@@ -831,6 +835,8 @@ class Parser {
     }
     Node* node = graph_->create(op, std::move(args));
     node->source_line = node_line;
+    node->source_op = SourcePos{op_line, op_col};
+    node->source_args = std::move(arg_positions);
     node->meta() = std::move(meta);
     for (auto& d : outs) {
       if (graph_->find_value(d.name)) fail_at(d.line, d.col, "value %" + d.name + " is defined twice");
