@@ -109,7 +109,7 @@ int run_trace(const TraceArgs& args) {
 
 int run_graph_file(const RunArgs& args) {
   return guarded("run", [&] {
-    std::unique_ptr<ir::Graph> graph = load_graph_file(args.file);
+    std::unique_ptr<ir::Graph> graph = load_checked_graph_file(args.file);
     if (!args.device.empty()) retarget_graph(*graph, args.device);
     exec::ExecutorOptions exec_options;
     exec_options.track_live_bytes = true;

@@ -2,6 +2,7 @@
 #include "framework/cli/graph_tools.h"
 #include "framework/io/files.h"
 
+#include "framework/check/schema_check.h"
 #include "framework/exec/executor.h"
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
@@ -18,6 +19,12 @@ namespace passcheck::cli {
 
 std::unique_ptr<ir::Graph> load_graph_file(const std::string& path) {
   return ir::parse_graph(io::read_file(path, "graph file"), path);
+}
+
+std::unique_ptr<ir::Graph> load_checked_graph_file(const std::string& path) {
+  std::unique_ptr<ir::Graph> graph = load_graph_file(path);
+  check::check_against_schemas(*graph, path);
+  return graph;
 }
 
 namespace {

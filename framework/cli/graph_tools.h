@@ -20,6 +20,11 @@ namespace passcheck::cli {
 /// and ir::ParseError ("file:line:col: ...") when it is malformed.
 std::unique_ptr<ir::Graph> load_graph_file(const std::string& path);
 
+/// load_graph_file, then the schema checks (check/schema_check.h: known operators,
+/// argument and output counts, declared output kinds) naming file:line:col. What
+/// `passcheck run` and `passcheck prove` load, so both refuse the same bad input.
+std::unique_ptr<ir::Graph> load_checked_graph_file(const std::string& path);
+
 /// Moves every tensor type and device argument of `graph` to `device` (meta, cpu and
 /// cuda alike); throws std::invalid_argument for cuda without a CUDA device. Returns how
 /// many types and arguments changed.

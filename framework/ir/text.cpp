@@ -472,26 +472,19 @@ class Parser {
     return sym::Expr::constant(parse_int());
   }
 
-  std::vector<sym::Expr> parse_size_list(char open, char close) {
+  // Sizes or strides of a type; more than kMaxTensorRank entries stop the parse at the
+  // first one too many, so a hostile rank costs no more than the cap.
+  std::vector<sym::Expr> parse_size_list(char open, char close, const char* what) {
     std::vector<sym::Expr> out;
     expect(open);
     skip_space();
     if (peek() != close) {
       do {
+        skip_space();
+        if (out.size() == kMaxTensorRank)
+          fail("type has more than " + std::to_string(kMaxTensorRank) + " " + what +
+               " (the graph format's maximum rank is " + std::to_string(kMaxTensorRank) + ")");
         out.push_back(parse_size_entry());
-      } while (accept(','));
-    }
-    expect(close);
-    return out;
-  }
-
-  std::vector<int64_t> parse_int_list(char open, char close) {
-    std::vector<int64_t> out;
-    expect(open);
-    skip_space();
-    if (peek() != close) {
-      do {
-        out.push_back(parse_int());
       } while (accept(','));
     }
     expect(close);
@@ -514,12 +507,12 @@ class Parser {
     if (!dtype) fail_at(line, col, "unknown type '" + word + "' (expected a dtype such as f32, bf16, i64, or int/float/bool/None/Tensor)");
     TensorMeta m;
     m.dtype = *dtype;
-    std::vector<sym::Expr> sizes = parse_size_list('[', ']');
+    std::vector<sym::Expr> sizes = parse_size_list('[', ']', "sizes");
     for (const sym::Expr& s : sizes)
       if (s.as_constant() && *s.as_constant() < 0) fail_at(line, col, "negative size in type");
     std::vector<sym::Expr> strides;
     if (peek() == '{') {
-      strides = parse_size_list('{', '}');
+      strides = parse_size_list('{', '}', "strides");
       if (strides.size() != sizes.size())
         fail_at(line, col, "type has " + std::to_string(sizes.size()) + " sizes but " + std::to_string(strides.size()) + " strides");
     }
@@ -580,6 +573,8 @@ class Parser {
     parse_type(type, meta);
     Value* v = graph_->add_input(name, type, meta, role);
     if (v->name() != name) fail_at(nline, ncol, "invalid input name %" + name);
+    v->source_line = nline;
+    v->source_column = ncol;
   }
 
   std::string parse_string() {
@@ -783,7 +778,7 @@ class Parser {
 
   void parse_node() {
     skip_space();
-    int node_line = line_;
+    const int node_line = line_, node_col = col_;
     struct OutputDecl {
       std::string name;
       int line, col;
@@ -831,11 +826,14 @@ class Parser {
     }
     Node* node = graph_->create(op, std::move(args));
     node->source_line = node_line;
+    node->source_column = node_col;
     node->meta() = std::move(meta);
     for (auto& d : outs) {
       if (graph_->find_value(d.name)) fail_at(d.line, d.col, "value %" + d.name + " is defined twice");
       Value* v = node->add_output(d.type, d.meta, d.name);
       if (v->name() != d.name) fail_at(d.line, d.col, "invalid value name %" + d.name);
+      v->source_line = d.line;
+      v->source_column = d.col;
     }
   }
 
@@ -845,7 +843,6 @@ class Parser {
   int line_ = 1;
   int col_ = 1;
   std::unique_ptr<Graph> graph_;
-  static constexpr int kMaxListDepth = 256;
   int list_depth_ = 0;
 };
 

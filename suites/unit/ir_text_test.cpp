@@ -432,5 +432,40 @@ TEST(IrTextErrors, NulAndControlBytesAreErrorsOrStringContent) {
   expect_parse_error(with_node(std::string("() = aten::f(\0)", 15)), 3, 16, "expected an argument");
 }
 
+// A type of rank r: "f32[1, 1, ...]" with r entries, and its strides when asked.
+std::string type_of_rank(size_t rank, bool with_strides = false) {
+  std::string sizes, strides;
+  for (size_t i = 0; i < rank; ++i) {
+    sizes += i ? ", 1" : "1";
+    strides += i ? ", 1" : "1";
+  }
+  return "f32[" + sizes + "]" + (with_strides ? "{" + strides + "}" : "");
+}
+
+TEST(IrTextLimits, RankUpToTheCapRoundTrips) {
+  const auto g = parse_graph(lines({"graph(", "    arg %x : " + type_of_rank(kMaxTensorRank) + "):", "  return (%x)"}));
+  EXPECT_EQ(g->inputs()[0]->meta()->sizes.size(), kMaxTensorRank);
+  expect_roundtrip(g->print());
+}
+
+TEST(IrTextLimits, RankAboveTheCapNamesTheFirstDimensionTooMany) {
+  // "    arg %x : f32[" is 17 characters; each "1, " entry 3 more: entry 65 starts at 18 + 64 * 3.
+  const int column = 18 + static_cast<int>(kMaxTensorRank) * 3;
+  expect_parse_error(lines({"graph(", "    arg %x : " + type_of_rank(kMaxTensorRank + 1) + "):", "  return (%x)"}), 2,
+                     column, "type has more than 64 sizes (the graph format's maximum rank is 64)");
+  // A hostile rank fails at the same place: the parser stops at the first entry too many.
+  expect_parse_error(lines({"graph(", "    arg %x : " + type_of_rank(200000) + "):", "  return (%x)"}), 2, column,
+                     "type has more than 64 sizes");
+  // Node outputs and stride lists are capped alike.
+  expect_parse_error(with_node("%y : " + type_of_rank(kMaxTensorRank + 1) + " = aten::relu(%x)"), 3,
+                     12 + static_cast<int>(kMaxTensorRank) * 3, "type has more than 64 sizes");
+  // "    arg %x : f32[1]{" is 20 characters: stride entry 65 starts at 21 + 64 * 3, before
+  // the sizes-versus-strides count is ever compared.
+  std::string strides = "1";
+  for (size_t i = 1; i <= kMaxTensorRank; ++i) strides += ", 1";
+  expect_parse_error(lines({"graph(", "    arg %x : f32[1]{" + strides + "}):", "  return (%x)"}), 2,
+                     21 + static_cast<int>(kMaxTensorRank) * 3, "type has more than 64 strides");
+}
+
 }  // namespace
 }  // namespace passcheck::ir
