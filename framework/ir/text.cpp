@@ -491,6 +491,21 @@ class Parser {
     return out;
   }
 
+  static std::vector<int64_t> sizes_of(const std::vector<sym::Expr>& constant_sizes) {
+    std::vector<int64_t> out;
+    for (const sym::Expr& s : constant_sizes) out.push_back(*s.as_constant());
+    return out;
+  }
+
+  // Every size computation downstream (contiguous strides, element and byte counts)
+  // multiplies the sizes: a type whose bytes do not fit in int64 is refused here.
+  void check_byte_count(const std::vector<int64_t>& sizes, c10::ScalarType dtype, int line, int col) {
+    int64_t bytes = dtype_size(dtype);
+    for (int64_t s : sizes)
+      if (__builtin_mul_overflow(bytes, std::max<int64_t>(s, 1), &bytes))
+        fail_at(line, col, "type's byte count overflows int64 (sizes " + format_int_list(sizes) + ")");
+  }
+
   // dtype[sizes]{strides}@device | Tensor | int | float | bool | None
   void parse_type(ValueType& type, std::optional<TensorMeta>& meta) {
     skip_space();
@@ -518,6 +533,7 @@ class Parser {
     }
     const bool symbolic = std::any_of(sizes.begin(), sizes.end(), [](const sym::Expr& e) { return !e.is_constant(); }) ||
                           std::any_of(strides.begin(), strides.end(), [](const sym::Expr& e) { return !e.is_constant(); });
+    if (!symbolic) check_byte_count(sizes_of(sizes), *dtype, line, col);
     if (symbolic) {
       if (strides.empty()) strides = TensorMeta::contiguous_stride_exprs(sizes);
       try {
@@ -527,8 +543,9 @@ class Parser {
       }
       for (int64_t s : m.sizes)
         if (s < 0) fail_at(line, col, "size is negative at the symbols' hints");
+      check_byte_count(m.sizes, *dtype, line, col);
     } else {
-      for (const sym::Expr& s : sizes) m.sizes.push_back(*s.as_constant());
+      m.sizes = sizes_of(sizes);
       if (strides.empty()) m.strides = TensorMeta::contiguous_strides(m.sizes);
       else
         for (const sym::Expr& s : strides) m.strides.push_back(*s.as_constant());

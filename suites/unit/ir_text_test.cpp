@@ -467,5 +467,19 @@ TEST(IrTextLimits, RankAboveTheCapNamesTheFirstDimensionTooMany) {
                      21 + static_cast<int>(kMaxTensorRank) * 3, "type has more than 64 strides");
 }
 
+// Found by the parser fuzzer (suites/parser_fuzz/corpus/graph/size-product-overflows-int64.graph):
+// the product of the sizes overflowed int64 while computing the contiguous strides.
+TEST(IrTextLimits, SizesWhoseByteCountOverflowsAreRefusedAtTheType) {
+  expect_parse_error(lines({"graph(", "    arg %x : f32[5081498052211215928, 8]):", "  return (%x)"}), 2, 14,
+                     "type's byte count overflows int64 (sizes [5081498052211215928, 8])");
+  // 2^62 elements of 4 bytes overflow; 2^62 one-byte elements do not.
+  expect_parse_error(with_node("%y : f32[4611686018427387904] = aten::relu(%x)"), 3, 8, "byte count overflows int64");
+  expect_roundtrip(lines({"graph(", "    arg %x : b8[4611686018427387904]):", "  return (%x)"}));
+  // At the symbols' hints too.
+  expect_parse_error(lines({"symbol s0 in [1, 4611686018427387904] hint 4611686018427387904", "graph(",
+                            "    arg %x : f32[sym(s0)]):", "  return (%x)"}),
+                     3, 14, "byte count overflows int64");
+}
+
 }  // namespace
 }  // namespace passcheck::ir
