@@ -5,13 +5,15 @@
 # gcc library) and runs each with the seed corpus for RUNS executions. Not part of the
 # normal build or CI, which replay the checked-in corpus instead (CTest label parser).
 #
-# usage: ci/parser_fuzz.sh [RUNS]   (default 1000000; env JOBS, BUILD_DIR, MAX_TOTAL_TIME)
+# usage: ci/parser_fuzz.sh [RUNS]   (default 1000000; env JOBS, BUILD_DIR, MAX_TOTAL_TIME,
+#                                   TARGETS="graph repro")
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RUNS="${1:-1000000}"
 JOBS="${JOBS:-1}"
 BUILD="${BUILD_DIR:-$ROOT/build-fuzz}"
+TARGETS="${TARGETS:-graph repro}"
 SANITIZERS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link"
 
 CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -30,7 +32,7 @@ cp "$ROOT"/suites/regressions/*.repro "$ROOT"/suites/parser_fuzz/corpus/repro/* 
 # c10's own allocations are not instrumented; leaks at exit are not parser findings.
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-for target in graph repro; do
+for target in $TARGETS; do
   echo "== parser_fuzz_$target: $RUNS runs"
   start=$(date +%s)
   rc=0

@@ -35,7 +35,7 @@ TEST(SchemaCheck, ANonTensorOutputOfATensorOpNamesBothKinds) {
                      "g.graph:3:3: aten::relu returns Tensor or None but output %y is declared bool");
   // The second output of a two-output op, at its own column.
   expect_one_problem("%a : f32[1, 3], %b : float = aten::split.Tensor(%x, 1, 0)",
-                     "g.graph:3:19: aten::split returns Tensor or None but output %b is declared float");
+                     "g.graph:3:19: aten::split.Tensor returns Tensor or None but output %b is declared float");
 }
 
 TEST(SchemaCheck, MatchingKindsPass) {
