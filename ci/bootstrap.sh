@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs passcheck's build and test dependencies from Debian 12 packages, only those
-# that are missing. Safe to run repeatedly; needs root (or sudo) when something is missing.
+# that are missing. clang-14 and libclang-rt-14-dev serve only the parser fuzzer
+# (ci/parser_fuzz.sh); the normal build and CI use g++. Safe to run repeatedly; needs root (or sudo) when something is missing.
 set -euo pipefail
 
 PACKAGES=(
@@ -9,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libz3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   python3-torch
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -215,13 +216,27 @@ class Verifier {
     }
   }
 
+  // Looked up in an index of every use list: scanning the list per operand was
+  // quadratic in the uses of one value (a million references to %x took minutes).
   bool has_use(const Value* v, const Use& use) const {
-    for (const Use& u : v->uses())
+    if (indexed_values_.count(v)) return listed_uses_.count({v, use.user, use.slot}) > 0;
+    for (const Use& u : v->uses())  // a value from outside the graph: not indexed
       if (u == use) return true;
     return false;
   }
 
+  void index_use_lists() {
+    auto add = [&](const Value* v) {
+      indexed_values_.insert(v);
+      for (const Use& u : v->uses()) listed_uses_.insert({v, u.user, u.slot});
+    };
+    for (const Value* in : g_.inputs()) add(in);
+    for (const Node* n : g_.nodes())
+      for (const Value* out : n->outputs()) add(out);
+  }
+
   void check_use_lists() {
+    index_use_lists();
     for (const Value* in : g_.inputs()) check_value_uses(in);
     for (const Node* n : g_.nodes()) {
       for (const Value* out : n->outputs()) check_value_uses(out);
@@ -257,6 +272,8 @@ class Verifier {
   std::unordered_set<const Node*> all_nodes_;
   std::unordered_set<const Value*> input_set_;
   std::unordered_map<std::string, const Value*> names_;
+  std::set<std::tuple<const Value*, const Node*, uint32_t>> listed_uses_;
+  std::unordered_set<const Value*> indexed_values_;
 };
 
 }  // namespace

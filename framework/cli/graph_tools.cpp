@@ -3,6 +3,7 @@
 #include "framework/check/verifier.h"
 #include "framework/io/files.h"
 
+#include "framework/check/schema_check.h"
 #include "framework/exec/executor.h"
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
@@ -19,7 +20,10 @@ namespace passcheck::cli {
 
 std::unique_ptr<ir::Graph> load_graph_file(const std::string& path) {
   std::unique_ptr<ir::Graph> graph = ir::parse_graph(io::read_file(path, "graph file"), path);
-  // Verified before anything runs: LibTorch unpacks arguments with internal asserts.
+  // Operators, arities and declared output kinds first (file:line:col), then the
+  // verifier with the argument checks, before anything runs: LibTorch unpacks arguments
+  // with internal asserts.
+  check::check_against_schemas(*graph, path);
   std::vector<check::VerifierIssue> issues = check::verify_graph(*graph);
   if (!issues.empty()) {
     std::string message = issues.front().message;

@@ -17,9 +17,12 @@
 
 namespace passcheck::cli {
 
-/// Reads, parses and verifies a graph file (check/verifier.h, arguments against their
-/// operator schemas included); throws std::invalid_argument when it cannot be opened or
-/// does not verify, and ir::ParseError ("file:line:col: ...") when it is malformed.
+/// Reads, parses and checks a graph file: the schema checks (check/schema_check.h: known
+/// operators, argument and output counts, declared output kinds) and the verifier
+/// (check/verifier.h, argument kinds and enum codes included), each naming
+/// file:line:col. Throws io::FileError when it cannot be read, std::invalid_argument when
+/// it does not check, ir::ParseError when it is malformed. Every subcommand reading a
+/// graph file (run, opt, equiv, prove) loads it here, so all refuse the same bad input.
 std::unique_ptr<ir::Graph> load_graph_file(const std::string& path);
 
 /// Moves every tensor type and device argument of `graph` to `device` (meta, cpu and

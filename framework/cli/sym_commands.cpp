@@ -4,6 +4,8 @@
 #include "framework/io/files.h"
 
 #include "framework/check/pass.h"
+#include "framework/check/verifier.h"
+#include "framework/cli/graph_tools.h"
 #include "framework/compat/torch_compat.h"
 #include "framework/ir/text.h"
 #include "framework/sym/prover.h"
@@ -67,12 +69,12 @@ int run_chunk(const ChunkArgs& args) {
 }
 
 int run_prove(const ProveArgs& args) {
-  try {
-    std::ifstream in(args.file, std::ios::binary);
-    if (!in) throw std::invalid_argument("cannot open graph file '" + args.file + "'");
-    std::ostringstream text;
-    text << in.rdbuf();
-    std::unique_ptr<ir::Graph> graph = ir::parse_graph(text.str(), args.file);
+  return guarded("prove", [&] {
+    // Loaded and checked as `passcheck run` loads it, then the structural verifier (which
+    // also holds the concrete sizes to their expressions at the hints): a claim about a
+    // graph that cannot run proves nothing.
+    std::unique_ptr<ir::Graph> graph = load_graph_file(args.file);
+    check::verify_or_throw(*graph, args.file);
     sym::ProveOptions options;
     options.timeout_ms = args.timeout_ms;
     sym::ProofReport report = sym::prove_all(graph->claims(), graph->symbols(), options);
@@ -82,10 +84,7 @@ int run_prove(const ProveArgs& args) {
       for (const sym::ClaimResult& r : report.results) std::cout << r.format() << "\n";
     std::cout << report.format() << "\n";
     return report.all_proved() ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::cerr << "passcheck prove: error: " << e.what() << "\n";
-  }
-  return 2;
+  });
 }
 
 }  // namespace passcheck::cli

@@ -116,6 +116,11 @@ class Value {
   /// Rewires the uses for which `pred` holds.
   void replace_uses_if(Value* other, const std::function<bool(const Use&)>& pred);
 
+  /// Where the value's declaration (`%name : type`) starts in the text it was parsed
+  /// from; 0 when not parsed. Lets later checks name file:line:col.
+  int source_line = 0;
+  int source_column = 0;
+
  private:
   friend class Graph;
   friend class Node;
@@ -174,12 +179,13 @@ class Node {
   void move_before(Node* anchor);
   void move_after(Node* anchor);
 
-  /// Line of the node in the text it was parsed from (0 when not parsed).
+  /// Line and column of the node in the text it was parsed from (0 when not parsed).
   int source_line = 0;
   /// Where the operator name and each top-level argument were parsed from (empty when
   /// not parsed), so argument errors can point at `file:line:col`.
   SourcePos source_op;
   std::vector<SourcePos> source_args;
+  int source_column = 0;
 
  private:
   friend class Graph;

@@ -6,20 +6,28 @@
 
 namespace passcheck::ir {
 
+// Sizes come from files: a product that leaves int64 is refused, never wrapped (the
+// parser reports it first, at the type; these guard graphs built by other means).
 int64_t TensorMeta::numel() const {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes)
+    if (__builtin_mul_overflow(n, s, &n)) throw std::overflow_error("tensor element count overflows int64");
   return n;
 }
 
-int64_t TensorMeta::nbytes() const { return numel() * dtype_size(dtype); }
+int64_t TensorMeta::nbytes() const {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(numel(), dtype_size(dtype), &bytes)) throw std::overflow_error("tensor byte count overflows int64");
+  return bytes;
+}
 
 std::vector<int64_t> TensorMeta::contiguous_strides(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> strides(sizes.size());
   int64_t running = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = running;
-    running *= std::max<int64_t>(sizes[i], 1);
+    if (__builtin_mul_overflow(running, std::max<int64_t>(sizes[i], 1), &running))
+      throw std::overflow_error("contiguous strides overflow int64");
   }
   return strides;
 }

@@ -168,13 +168,23 @@ struct MonomialLess {
   }
 };
 
+// Most terms a canonical sum may hold; more throws EvalError (docs/graph-format.md).
+constexpr size_t kMaxTerms = 256;
+
 // Never holds a zero coefficient.
 using Poly = std::map<Monomial, int64_t, MonomialLess>;
 
 void add_term(Poly& p, const Monomial& m, int64_t coefficient) {
   if (coefficient == 0) return;
   auto [it, inserted] = p.emplace(m, coefficient);
-  if (inserted) return;
+  if (inserted) {
+    // Every operation rebuilds its operands' canonical sums, so sums are bounded: a
+    // chain of n distinct terms would cost O(n^2) and a product of sums grows
+    // exponentially. No shape expression comes near the cap (docs/graph-format.md).
+    if (p.size() > kMaxTerms)
+      throw EvalError("expression has more than " + std::to_string(kMaxTerms) + " terms");
+    return;
+  }
   it->second = checked_add(it->second, coefficient);
   if (it->second == 0) p.erase(it);
 }

@@ -473,12 +473,18 @@ class Parser {
     return sym::Expr::constant(parse_int());
   }
 
-  std::vector<sym::Expr> parse_size_list(char open, char close) {
+  // Sizes or strides of a type; more than kMaxTensorRank entries stop the parse at the
+  // first one too many, so a hostile rank costs no more than the cap.
+  std::vector<sym::Expr> parse_size_list(char open, char close, const char* what) {
     std::vector<sym::Expr> out;
     expect(open);
     skip_space();
     if (peek() != close) {
       do {
+        skip_space();
+        if (out.size() == kMaxTensorRank)
+          fail("type has more than " + std::to_string(kMaxTensorRank) + " " + what +
+               " (the graph format's maximum rank is " + std::to_string(kMaxTensorRank) + ")");
         out.push_back(parse_size_entry());
       } while (accept(','));
     }
@@ -486,17 +492,19 @@ class Parser {
     return out;
   }
 
-  std::vector<int64_t> parse_int_list(char open, char close) {
+  static std::vector<int64_t> sizes_of(const std::vector<sym::Expr>& constant_sizes) {
     std::vector<int64_t> out;
-    expect(open);
-    skip_space();
-    if (peek() != close) {
-      do {
-        out.push_back(parse_int());
-      } while (accept(','));
-    }
-    expect(close);
+    for (const sym::Expr& s : constant_sizes) out.push_back(*s.as_constant());
     return out;
+  }
+
+  // Every size computation downstream (contiguous strides, element and byte counts)
+  // multiplies the sizes: a type whose bytes do not fit in int64 is refused here.
+  void check_byte_count(const std::vector<int64_t>& sizes, c10::ScalarType dtype, int line, int col) {
+    int64_t bytes = dtype_size(dtype);
+    for (int64_t s : sizes)
+      if (__builtin_mul_overflow(bytes, std::max<int64_t>(s, 1), &bytes))
+        fail_at(line, col, "type's byte count overflows int64 (sizes " + format_int_list(sizes) + ")");
   }
 
   // dtype[sizes]{strides}@device | Tensor | int | float | bool | None
@@ -515,17 +523,18 @@ class Parser {
     if (!dtype) fail_at(line, col, "unknown type '" + word + "' (expected a dtype such as f32, bf16, i64, or int/float/bool/None/Tensor)");
     TensorMeta m;
     m.dtype = *dtype;
-    std::vector<sym::Expr> sizes = parse_size_list('[', ']');
+    std::vector<sym::Expr> sizes = parse_size_list('[', ']', "sizes");
     for (const sym::Expr& s : sizes)
       if (s.as_constant() && *s.as_constant() < 0) fail_at(line, col, "negative size in type");
     std::vector<sym::Expr> strides;
     if (peek() == '{') {
-      strides = parse_size_list('{', '}');
+      strides = parse_size_list('{', '}', "strides");
       if (strides.size() != sizes.size())
         fail_at(line, col, "type has " + std::to_string(sizes.size()) + " sizes but " + std::to_string(strides.size()) + " strides");
     }
     const bool symbolic = std::any_of(sizes.begin(), sizes.end(), [](const sym::Expr& e) { return !e.is_constant(); }) ||
                           std::any_of(strides.begin(), strides.end(), [](const sym::Expr& e) { return !e.is_constant(); });
+    if (!symbolic) check_byte_count(sizes_of(sizes), *dtype, line, col);
     if (symbolic) {
       if (strides.empty()) strides = TensorMeta::contiguous_stride_exprs(sizes);
       try {
@@ -535,8 +544,9 @@ class Parser {
       }
       for (int64_t s : m.sizes)
         if (s < 0) fail_at(line, col, "size is negative at the symbols' hints");
+      check_byte_count(m.sizes, *dtype, line, col);
     } else {
-      for (const sym::Expr& s : sizes) m.sizes.push_back(*s.as_constant());
+      m.sizes = sizes_of(sizes);
       if (strides.empty()) m.strides = TensorMeta::contiguous_strides(m.sizes);
       else
         for (const sym::Expr& s : strides) m.strides.push_back(*s.as_constant());
@@ -581,6 +591,8 @@ class Parser {
     parse_type(type, meta);
     Value* v = graph_->add_input(name, type, meta, role);
     if (v->name() != name) fail_at(nline, ncol, "invalid input name %" + name);
+    v->source_line = nline;
+    v->source_column = ncol;
   }
 
   std::string parse_string() {
@@ -784,7 +796,7 @@ class Parser {
 
   void parse_node() {
     skip_space();
-    int node_line = line_;
+    const int node_line = line_, node_col = col_;
     struct OutputDecl {
       std::string name;
       int line, col;
@@ -837,11 +849,14 @@ class Parser {
     node->source_line = node_line;
     node->source_op = SourcePos{op_line, op_col};
     node->source_args = std::move(arg_positions);
+    node->source_column = node_col;
     node->meta() = std::move(meta);
     for (auto& d : outs) {
       if (graph_->find_value(d.name)) fail_at(d.line, d.col, "value %" + d.name + " is defined twice");
       Value* v = node->add_output(d.type, d.meta, d.name);
       if (v->name() != d.name) fail_at(d.line, d.col, "invalid value name %" + d.name);
+      v->source_line = d.line;
+      v->source_column = d.col;
     }
   }
 
@@ -851,7 +866,6 @@ class Parser {
   int line_ = 1;
   int col_ = 1;
   std::unique_ptr<Graph> graph_;
-  static constexpr int kMaxListDepth = 256;
   int list_depth_ = 0;
 };
 

@@ -36,6 +36,14 @@ class ParseError : public std::runtime_error {
   std::string message_;
 };
 
+/// Most dimensions a tensor type may have in graph text. PyTorch's CUDA kernels index at
+/// most 25 dimensions (OffsetCalculator's MAX_DIMS) and NumPy 2 allows 64; a larger rank
+/// is hostile input, refused at parse time before anything costs more than the cap.
+inline constexpr size_t kMaxTensorRank = 64;
+/// Deepest nesting of list arguments (`[[[...]]]`) that graph text may hold; the parser
+/// is recursive and refuses deeper input instead of overflowing the stack.
+inline constexpr int kMaxListDepth = 256;
+
 std::string print_graph(const Graph& graph);
 /// Parses graph text; throws ParseError naming the line and column of the problem.
 std::unique_ptr<Graph> parse_graph(std::string_view text, const std::string& source_name = "<text>");

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -311,6 +312,7 @@ std::string ProofReport::format() const {
   out += std::to_string(results.size()) + " claims: " + std::to_string(count(Verdict::Proved)) + " proved, " +
          std::to_string(count(Verdict::Refuted)) + " refuted, " + std::to_string(count(Verdict::Unknown)) +
          " unknown in " + milliseconds(total_seconds()) + " ms (max " + milliseconds(max_seconds()) + " ms per claim)";
+  if (duplicates_merged > 0) out += "; " + std::to_string(duplicates_merged) + " identical claims proved once";
   return out;
 }
 
@@ -326,7 +328,22 @@ ClaimResult prove(const Claim& claim, const std::vector<Symbol>& symbols, const 
 ProofReport prove_all(const std::vector<Claim>& claims, const std::vector<Symbol>& symbols,
                       const ProveOptions& options) {
   ProofReport report;
-  for (const Claim& claim : claims) report.results.push_back(prove(claim, symbols, options));
+  // Passes record the same guard at every site it protects (each chunked layer repeats
+  // the split claim); Z3 answers once per distinct question.
+  std::map<std::pair<std::string, std::string>, size_t> first_with;
+  for (const Claim& claim : claims) {
+    const auto key = std::make_pair(claim.kind, claim.condition.to_string());
+    const auto [it, fresh] = first_with.emplace(key, report.results.size());
+    if (fresh) {
+      report.results.push_back(prove(claim, symbols, options));
+      continue;
+    }
+    ClaimResult shared = report.results[it->second];
+    shared.claim = claim;
+    shared.seconds = 0;
+    report.results.push_back(std::move(shared));
+    ++report.duplicates_merged;
+  }
   return report;
 }
 

@@ -43,18 +43,23 @@ struct ClaimResult {
 };
 
 struct ProofReport {
+  /// One per claim, in order; a claim identical to an earlier one (same kind and
+  /// condition) shares that one's verdict, with seconds 0.
   std::vector<ClaimResult> results;
+  /// How many claims were identical to an earlier one and not proved again.
+  size_t duplicates_merged = 0;
   size_t count(Verdict verdict) const;
   bool all_proved() const;
   double total_seconds() const;
   double max_seconds() const;
   /// One line per refuted/unknown claim, then "N claims: P proved, R refuted, U unknown
-  /// in T ms (max M ms per claim)".
+  /// in T ms (max M ms per claim)", then "; D identical claims proved once" when D > 0.
   std::string format() const;
 };
 
 /// Checks one claim. Symbols in the claim that are not declared make it unknown.
 ClaimResult prove(const Claim& claim, const std::vector<Symbol>& symbols, const ProveOptions& options = {});
+/// Proves each distinct (kind, condition) once; identical claims share the verdict.
 ProofReport prove_all(const std::vector<Claim>& claims, const std::vector<Symbol>& symbols,
                       const ProveOptions& options = {});
 

@@ -432,5 +432,54 @@ TEST(IrTextErrors, NulAndControlBytesAreErrorsOrStringContent) {
   expect_parse_error(with_node(std::string("() = aten::f(\0)", 15)), 3, 16, "expected an argument");
 }
 
+// A type of rank r: "f32[1, 1, ...]" with r entries, and its strides when asked.
+std::string type_of_rank(size_t rank, bool with_strides = false) {
+  std::string sizes, strides;
+  for (size_t i = 0; i < rank; ++i) {
+    sizes += i ? ", 1" : "1";
+    strides += i ? ", 1" : "1";
+  }
+  return "f32[" + sizes + "]" + (with_strides ? "{" + strides + "}" : "");
+}
+
+TEST(IrTextLimits, RankUpToTheCapRoundTrips) {
+  const auto g = parse_graph(lines({"graph(", "    arg %x : " + type_of_rank(kMaxTensorRank) + "):", "  return (%x)"}));
+  EXPECT_EQ(g->inputs()[0]->meta()->sizes.size(), kMaxTensorRank);
+  expect_roundtrip(g->print());
+}
+
+TEST(IrTextLimits, RankAboveTheCapNamesTheFirstDimensionTooMany) {
+  // "    arg %x : f32[" is 17 characters; each "1, " entry 3 more: entry 65 starts at 18 + 64 * 3.
+  const int column = 18 + static_cast<int>(kMaxTensorRank) * 3;
+  expect_parse_error(lines({"graph(", "    arg %x : " + type_of_rank(kMaxTensorRank + 1) + "):", "  return (%x)"}), 2,
+                     column, "type has more than 64 sizes (the graph format's maximum rank is 64)");
+  // A hostile rank fails at the same place: the parser stops at the first entry too many.
+  expect_parse_error(lines({"graph(", "    arg %x : " + type_of_rank(200000) + "):", "  return (%x)"}), 2, column,
+                     "type has more than 64 sizes");
+  // Node outputs and stride lists are capped alike.
+  expect_parse_error(with_node("%y : " + type_of_rank(kMaxTensorRank + 1) + " = aten::relu(%x)"), 3,
+                     12 + static_cast<int>(kMaxTensorRank) * 3, "type has more than 64 sizes");
+  // "    arg %x : f32[1]{" is 20 characters: stride entry 65 starts at 21 + 64 * 3, before
+  // the sizes-versus-strides count is ever compared.
+  std::string strides = "1";
+  for (size_t i = 1; i <= kMaxTensorRank; ++i) strides += ", 1";
+  expect_parse_error(lines({"graph(", "    arg %x : f32[1]{" + strides + "}):", "  return (%x)"}), 2,
+                     21 + static_cast<int>(kMaxTensorRank) * 3, "type has more than 64 strides");
+}
+
+// Found by the parser fuzzer (suites/parser_fuzz/corpus/graph/size-product-overflows-int64.graph):
+// the product of the sizes overflowed int64 while computing the contiguous strides.
+TEST(IrTextLimits, SizesWhoseByteCountOverflowsAreRefusedAtTheType) {
+  expect_parse_error(lines({"graph(", "    arg %x : f32[5081498052211215928, 8]):", "  return (%x)"}), 2, 14,
+                     "type's byte count overflows int64 (sizes [5081498052211215928, 8])");
+  // 2^62 elements of 4 bytes overflow; 2^62 one-byte elements do not.
+  expect_parse_error(with_node("%y : f32[4611686018427387904] = aten::relu(%x)"), 3, 8, "byte count overflows int64");
+  expect_roundtrip(lines({"graph(", "    arg %x : b8[4611686018427387904]):", "  return (%x)"}));
+  // At the symbols' hints too.
+  expect_parse_error(lines({"symbol s0 in [1, 4611686018427387904] hint 4611686018427387904", "graph(",
+                            "    arg %x : f32[sym(s0)]):", "  return (%x)"}),
+                     3, 14, "byte count overflows int64");
+}
+
 }  // namespace
 }  // namespace passcheck::ir

@@ -635,5 +635,36 @@ TEST(SymSymbol, RangeConstraint) {
   }
 }
 
+// Terms of a canonical sum (1 for anything else).
+size_t to_poly_size(const Expr& e) { return e.kind() == Expr::Kind::Add ? e.operands().size() : 1; }
+
+// The cap of framework/ir/sym_expr.cpp on the terms of one sum.
+constexpr size_t kMaxTerms = 256;
+
+// Found by the parser fuzzer (suites/parser_fuzz/corpus/graph/claim-with-a-long-chain-of-terms.graph):
+// each '+' rebuilds the canonical sum, so a claim of n distinct terms took O(n^2) time
+// (20,000 terms: 54 s), and a product of sums grows exponentially. Sums are capped.
+TEST_F(SymExpr, SumsAboveTheTermCapAreAParseErrorAtTheirOperator) {
+  std::string sum = "a0";
+  for (size_t i = 1; i < kMaxTerms; ++i) sum += " + a" + std::to_string(i);
+  EXPECT_EQ(to_poly_size(parse(sum)), kMaxTerms);
+  const std::string too_many = sum + " + b";
+  try {
+    parse(too_many);
+    ADD_FAILURE() << "a sum of " << kMaxTerms + 1 << " terms parsed";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.column, too_many.size() - 2);  // the last '+'
+    EXPECT_NE(std::string(e.what()).find("expression has more than 256 terms in '+'"), std::string::npos) << e.what();
+  }
+  // Four sums of four make 256 terms; a fifth factor of two is one too many.
+  const std::string four = "(a+b+c+d)*(e+f+g+h)*(i+j+k+l)*(m+n+o+p)";
+  EXPECT_EQ(to_poly_size(parse(four)), 256u);
+  EXPECT_THROW(parse(four + "*(q+r)"), ParseError);
+  // Terms that merge stay one term however many there are.
+  std::string same = "s0";
+  for (int i = 0; i < 10000; ++i) same += " + s0";
+  EXPECT_EQ(parse(same), parse("10001*s0"));
+}
+
 }  // namespace
 }  // namespace passcheck::sym

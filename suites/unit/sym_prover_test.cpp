@@ -254,5 +254,28 @@ TEST(SymProver, VerdictNamesAndZ3Version) {
   EXPECT_TRUE(std::regex_match(z3_version(), std::regex(R"(\d+\.\d+\.\d+)"))) << z3_version();
 }
 
+TEST(SymProver, IdenticalClaimsAreProvedOnceAndKeepTheirOwnSubjects) {
+  Claim first = claim_that("floordiv(s0, 2) + floordiv(s0, 2) == s0");
+  Claim again = first;
+  again.subject = "%y";
+  Claim other_kind = first;
+  other_kind.kind = "split_halves";
+  Claim refuted = claim_that("s0 == 4");
+  Claim refuted_again = refuted;
+  refuted_again.subject = "%z";
+  const ProofReport report = prove_all({first, again, other_kind, refuted, refuted_again}, {kEvenS0});
+  ASSERT_EQ(report.results.size(), 5u);
+  EXPECT_EQ(report.duplicates_merged, 2u);  // `again` and `refuted_again`; another kind is another question
+  EXPECT_TRUE(has_verdict(report.results[1], Verdict::Proved));
+  EXPECT_EQ(report.results[1].claim.subject, "%y");
+  EXPECT_EQ(report.results[1].seconds, 0.0);
+  EXPECT_TRUE(has_verdict(report.results[4], Verdict::Refuted));
+  EXPECT_EQ(report.results[4].claim.subject, "%z");
+  EXPECT_EQ(report.results[4].counterexample, report.results[3].counterexample);
+  EXPECT_NE(report.format().find("5 claims: 3 proved, 2 refuted"), std::string::npos) << report.format();
+  EXPECT_NE(report.format().find("; 2 identical claims proved once"), std::string::npos) << report.format();
+  EXPECT_EQ(prove_all({first, other_kind}, {kEvenS0}).format().find("identical"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace passcheck::sym
