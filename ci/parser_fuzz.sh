@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the graph text and repro parsers with libFuzzer (docs/parser-fuzzing.md). Builds
-# the two targets of suites/parser_fuzz in a separate clang build directory (the IR and
-# framework/io instrumented with ASan, UBSan and coverage; LibTorch's c10 is the prebuilt
-# gcc library) and runs each with the seed corpus for RUNS executions. Not part of the
+# the two targets of suites/parser_fuzz in a separate clang build directory (passcheck's
+# IR, check and exec layers instrumented with ASan, UBSan and coverage; LibTorch is the
+# prebuilt gcc library) and runs each with the seed corpus for RUNS executions. Not part of the
 # normal build or CI, which replay the checked-in corpus instead (CTest label parser).
 #
 # usage: ci/parser_fuzz.sh [RUNS]   (default 1000000; env JOBS, BUILD_DIR, MAX_TOTAL_TIME,
