@@ -121,7 +121,10 @@ class ArgChecker {
     if (a.kind == K::None) return optional_type(schema_arg_) ? "" : "None for an argument that cannot be None";
     if (a.kind == K::Value) return check_value(a.value->type());
     if (a.kind == K::List) return check_list(a);
-    if (a.kind == K::Sym) return kind_ == SchemaArgKind::Int ? "" : wrong(a);
+    // A symbolic int stands for an integer (concretize substitutes it), so it fits an
+    // int, a Scalar (div.Scalar by a symbolic extent) and a wrapped-number Tensor slot.
+    if (a.kind == K::Sym)
+      return kind_ == SchemaArgKind::Int || kind_ == SchemaArgKind::Scalar || kind_ == SchemaArgKind::Tensor ? "" : wrong(a);
     switch (kind_) {
       case SchemaArgKind::Tensor:
         return a.kind == K::Bool || a.kind == K::Int || a.kind == K::Float ? "" : wrong(a);

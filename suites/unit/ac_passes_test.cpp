@@ -102,7 +102,7 @@ TEST(ApplyAc, BadModeAndOptionAreErrors) {
     check::Pipeline::parse("apply-ac{mode=selective,option=-3}").run(*g);
     FAIL() << "expected an error";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("selective option must be 'op' or a non-negative layer interval, got '-3'"),
+    EXPECT_NE(std::string(e.what()).find("option 'option': expected 'op' or a layer interval: expected an integer in [0, 1048576]; got '-3'"),
               std::string::npos)
         << e.what();
   }
