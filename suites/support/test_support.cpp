@@ -49,4 +49,27 @@ void write_text(const std::string& path, const std::string& text) {
 
 bool cuda_available() { return at::hasCUDA(); }
 
+const char* const kChunkableLayerGraph = R"(symbol s0 in [2, 4] hint 4 multiple_of 2
+graph(
+    param %w : f32[8, 8],
+    buffer %counts : f32[8],
+    arg %x : f32[sym(s0), 8]):
+  %t : f32[8, 8]{1, 8} = aten::t(%w)  #{fqn="layers.0"}
+  %mm : f32[sym(s0), 8] = aten::mm(%x, %t)  #{fqn="layers.0"}
+  %relu : f32[sym(s0), 8] = aten::relu(%mm)  #{fqn="layers.0"}
+  %colsum : f32[8] = aten::sum.dim_IntList(%relu, [0], False)  #{fqn="layers.0"}
+  %upd : f32[8] = aten::add_.Tensor(%counts, %colsum)  #{fqn="layers.0"}
+  %loss : f32[] = aten::sum(%relu)  #{phase=loss}
+  return (%loss)
+)";
+
+const char* const kRepeatedMmReluGraph = R"(graph(param %w : f32[4, 4], arg %x : f32[2, 4]):
+  %mm : f32[2, 4] = aten::mm(%x, %w)  #{seq=0}
+  %relu : f32[2, 4] = aten::relu(%mm)
+  %mm_1 : f32[2, 4] = aten::mm(%x, %w)  #{phase=backward, seq=0}
+  %relu_1 : f32[2, 4] = aten::relu(%mm_1)  #{phase=backward}
+  %add : f32[2, 4] = aten::add.Tensor(%relu, %relu_1, 1)  #{phase=backward}
+  return (%add, %mm_1)
+)";
+
 }  // namespace passcheck::testing

@@ -24,4 +24,11 @@ void write_text(const std::string& path, const std::string& text);
 /// Whether a CUDA device is usable in this process.
 bool cuda_available();
 
+/// Shared fixture graphs (their text lives in test_support.cpp):
+/// a chunkable layer (symbolic batch s0) with a weight, a counter buffer updated in
+/// place, a row-wise body and a reduction over the chunked rows, the loss outside;
+extern const char* const kChunkableLayerGraph;
+/// a forward mm+relu repeated in the backward (cse merges the repeat).
+extern const char* const kRepeatedMmReluGraph;
+
 }  // namespace passcheck::testing

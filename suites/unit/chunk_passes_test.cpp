@@ -1,6 +1,7 @@
 // The chunk and concretize passes on hand-made symbolic graphs: the rewrite's shape,
 // its claims (proved by Z3), execution against a hand-computed per-chunk reference,
 // every error the spec lists, and the chunking mutants (bugs 9 and 10).
+#include "suites/support/test_support.h"
 #include "framework/check/ac_policy.h"
 #include "framework/check/chunk_properties.h"
 #include "framework/check/pipeline.h"
@@ -20,21 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A layer with a weight, a token counter updated in place, a row-wise body and a
-// reduction over the chunked rows; the loss sits outside the region.
-const char* kLayerGraph = R"(symbol s0 in [2, 4] hint 4 multiple_of 2
-graph(
-    param %w : f32[8, 8],
-    buffer %counts : f32[8],
-    arg %x : f32[sym(s0), 8]):
-  %t : f32[8, 8]{1, 8} = aten::t(%w)  #{fqn="layers.0"}
-  %mm : f32[sym(s0), 8] = aten::mm(%x, %t)  #{fqn="layers.0"}
-  %relu : f32[sym(s0), 8] = aten::relu(%mm)  #{fqn="layers.0"}
-  %colsum : f32[8] = aten::sum.dim_IntList(%relu, [0], False)  #{fqn="layers.0"}
-  %upd : f32[8] = aten::add_.Tensor(%counts, %colsum)  #{fqn="layers.0"}
-  %loss : f32[] = aten::sum(%relu)  #{phase=loss}
-  return (%loss)
-)";
+const char* const kLayerGraph = testing::kChunkableLayerGraph;
 
 std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "test.graph"); }
 

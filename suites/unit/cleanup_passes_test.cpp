@@ -6,6 +6,7 @@
 // second time, which must report no change (idempotence). The last tests run every
 // cleanup pass on the traced two_matmul, mlp and llama3 graphs and require the
 // executor's results to stay bit for bit equal.
+#include "suites/support/test_support.h"
 #include "framework/check/compare.h"
 #include "framework/check/pipeline.h"
 #include "framework/check/verifier.h"
@@ -462,14 +463,7 @@ TEST(Canonicalize, LeavesACanonicalGraphAlone) {
 
 TEST(Cse, MergesIdenticalComputationsKeepingTheFirst) {
   // The second mm and, once merged, the second relu repeat the first ones.
-  PassRecord r = expect_rewrite("cse", R"(graph(param %w : f32[4, 4], arg %x : f32[2, 4]):
-  %mm : f32[2, 4] = aten::mm(%x, %w)  #{seq=0}
-  %relu : f32[2, 4] = aten::relu(%mm)
-  %mm_1 : f32[2, 4] = aten::mm(%x, %w)  #{phase=backward, seq=0}
-  %relu_1 : f32[2, 4] = aten::relu(%mm_1)  #{phase=backward}
-  %add : f32[2, 4] = aten::add.Tensor(%relu, %relu_1, 1)  #{phase=backward}
-  return (%add, %mm_1)
-)",
+  PassRecord r = expect_rewrite("cse", testing::kRepeatedMmReluGraph,
                                 R"(graph(param %w : f32[4, 4], arg %x : f32[2, 4]):
   %mm : f32[2, 4] = aten::mm(%x, %w)  #{seq=0}
   %relu : f32[2, 4] = aten::relu(%mm)

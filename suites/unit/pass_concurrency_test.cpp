@@ -3,6 +3,7 @@
 // jobs mix real passes with mutants of the same pass (remat beside the remat mutants,
 // chunk beside its unchained mutant), whose faults travel in their own call's options; a
 // fault that leaked through shared state would change the other thread's graph or stats.
+#include "suites/support/test_support.h"
 #include "framework/check/pass.h"
 #include "framework/ir/text.h"
 #include "suites/mutants/mutants.h"
@@ -45,28 +46,9 @@ std::string remat_graph() {
 }
 
 // A chunkable layer with an in-place counter update (chunk chains it, the mutant does not).
-const char* kChunkGraph = R"(symbol s0 in [2, 4] hint 4 multiple_of 2
-graph(
-    param %w : f32[8, 8],
-    buffer %counts : f32[8],
-    arg %x : f32[sym(s0), 8]):
-  %t : f32[8, 8]{1, 8} = aten::t(%w)  #{fqn="layers.0"}
-  %mm : f32[sym(s0), 8] = aten::mm(%x, %t)  #{fqn="layers.0"}
-  %relu : f32[sym(s0), 8] = aten::relu(%mm)  #{fqn="layers.0"}
-  %colsum : f32[8] = aten::sum.dim_IntList(%relu, [0], False)  #{fqn="layers.0"}
-  %upd : f32[8] = aten::add_.Tensor(%counts, %colsum)  #{fqn="layers.0"}
-  %loss : f32[] = aten::sum(%relu)  #{phase=loss}
-  return (%loss)
-)";
+const char* const kChunkGraph = testing::kChunkableLayerGraph;
 
-const char* kCseGraph = R"(graph(param %w : f32[4, 4], arg %x : f32[2, 4]):
-  %mm : f32[2, 4] = aten::mm(%x, %w)  #{seq=0}
-  %relu : f32[2, 4] = aten::relu(%mm)
-  %mm_1 : f32[2, 4] = aten::mm(%x, %w)  #{phase=backward, seq=0}
-  %relu_1 : f32[2, 4] = aten::relu(%mm_1)  #{phase=backward}
-  %add : f32[2, 4] = aten::add.Tensor(%relu, %relu_1, 1)  #{phase=backward}
-  return (%add, %mm_1)
-)";
+const char* const kCseGraph = testing::kRepeatedMmReluGraph;
 
 struct Job {
   std::string pass;
