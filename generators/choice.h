@@ -7,10 +7,21 @@
 #include <rapidcheck.h>
 
 #include <cstddef>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace passcheck::gen {
+
+/// The names of a (name, generator) table, in table order: the motif lists the
+/// situation generators publish.
+template <typename Entry>
+std::vector<std::string> names_of(const std::vector<std::pair<std::string, Entry>>& table) {
+  std::vector<std::string> names;
+  names.reserve(table.size());
+  for (const auto& entry : table) names.push_back(entry.first);
+  return names;
+}
 
 /// A container of at most max_len elements at RapidCheck's default maximum size of 100.
 /// Only the length is scaled: elements are generated at the caller's size so that, say,

@@ -5,6 +5,7 @@
 // Output types are computed here exactly as the executor will find them, since the
 // property checks run with metadata checking on.
 #include "generators/cleanup_situations.h"
+#include "generators/choice.h"
 
 #include "framework/ir/text.h"
 
@@ -432,11 +433,7 @@ const std::vector<std::pair<std::string, Motif>>& motifs() {
 }  // namespace
 
 const std::vector<std::string>& cleanup_motifs() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& [name, motif] : motifs()) out.push_back(name);
-    return out;
-  }();
+  static const std::vector<std::string> names = names_of(motifs());
   return names;
 }
 

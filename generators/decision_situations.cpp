@@ -4,6 +4,7 @@
 // module path, outputs. Sizes and the layer number are drawn per seed; the variants
 // change the op, the input role or the position of the offending node.
 #include "generators/decision_situations.h"
+#include "generators/choice.h"
 
 #include "framework/check/compare.h"
 #include "framework/check/pipeline.h"
@@ -404,11 +405,7 @@ const std::vector<std::pair<std::string, MotifFn>>& motifs() {
 }  // namespace
 
 const std::vector<std::string>& decision_motifs() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& [name, fn] : motifs()) out.push_back(name);
-    return out;
-  }();
+  static const std::vector<std::string> names = names_of(motifs());
   return names;
 }
 
