@@ -8,6 +8,9 @@
 #include <torch/library.h>
 
 #include <mutex>
+#include <numeric>
+#include <stdexcept>
+#include <string>
 
 namespace passcheck::exec {
 
@@ -32,7 +35,69 @@ at::Tensor swap_rng_state(const at::Tensor& state, c10::Device device) {
   return previous;
 }
 
+void check_group_size(const char* op, int64_t group_size) {
+  if (group_size < 1)
+    throw std::invalid_argument(std::string("passcheck::") + op + ": group_size " + std::to_string(group_size) +
+                                " is not positive");
+}
+
+at::Tensor empty_meta_like(const at::Tensor& input, const std::vector<int64_t>& sizes) {
+  return at::empty(sizes, input.options().device(c10::DeviceType::Meta));
+}
+
+at::Tensor all_gather_meta(const at::Tensor& input, int64_t group_size, c10::string_view) {
+  return empty_meta_like(input, all_gather_result_sizes(input.sizes().vec(), group_size));
+}
+at::Tensor reduce_scatter_meta(const at::Tensor& input, c10::string_view, int64_t group_size, c10::string_view) {
+  return empty_meta_like(input, reduce_scatter_result_sizes(input.sizes().vec(), group_size));
+}
+at::Tensor all_reduce_meta(const at::Tensor& input, c10::string_view, c10::string_view) {
+  return empty_meta_like(input, input.sizes().vec());
+}
+at::Tensor all_to_all_meta(const at::Tensor& input, at::IntArrayRef output_splits, at::IntArrayRef input_splits,
+                           c10::string_view) {
+  return empty_meta_like(input, all_to_all_result_sizes(input.sizes().vec(), output_splits.vec(), input_splits.vec()));
+}
+at::Tensor wait_tensor_meta(const at::Tensor& t) { return t; }
+
 }  // namespace
+
+std::vector<int64_t> all_gather_result_sizes(std::vector<int64_t> sizes, int64_t group_size) {
+  check_group_size("all_gather_into_tensor", group_size);
+  if (sizes.empty()) throw std::invalid_argument("passcheck::all_gather_into_tensor: the input is a scalar (0-dim); it gathers along dim 0");
+  sizes[0] *= group_size;
+  return sizes;
+}
+
+std::vector<int64_t> reduce_scatter_result_sizes(std::vector<int64_t> sizes, int64_t group_size) {
+  check_group_size("reduce_scatter_tensor", group_size);
+  if (sizes.empty() || sizes[0] % group_size != 0)
+    throw std::invalid_argument("passcheck::reduce_scatter_tensor: dim 0 of the input (" +
+                                (sizes.empty() ? std::string("a scalar") : std::to_string(sizes[0])) +
+                                ") is not divisible by the group size " + std::to_string(group_size));
+  sizes[0] /= group_size;
+  return sizes;
+}
+
+std::vector<int64_t> all_to_all_result_sizes(std::vector<int64_t> sizes, const std::vector<int64_t>& output_splits,
+                                             const std::vector<int64_t>& input_splits) {
+  const char* op = "passcheck::all_to_all_single: ";
+  if (sizes.empty()) throw std::invalid_argument(std::string(op) + "the input is a scalar (0-dim); it splits dim 0");
+  for (const auto* splits : {&output_splits, &input_splits})
+    for (int64_t s : *splits)
+      if (s < 0) throw std::invalid_argument(std::string(op) + "split size " + std::to_string(s) + " is negative");
+  if (!input_splits.empty()) {
+    int64_t total = std::accumulate(input_splits.begin(), input_splits.end(), int64_t{0});
+    if (total != sizes[0])
+      throw std::invalid_argument(std::string(op) + "input_split_sizes add up to " + std::to_string(total) +
+                                  " but dim 0 of the input is " + std::to_string(sizes[0]));
+  }
+  if (!output_splits.empty() && !input_splits.empty() && output_splits.size() != input_splits.size())
+    throw std::invalid_argument(std::string(op) + "output_split_sizes has " + std::to_string(output_splits.size()) +
+                                " entries but input_split_sizes has " + std::to_string(input_splits.size()));
+  if (!output_splits.empty()) sizes[0] = std::accumulate(output_splits.begin(), output_splits.end(), int64_t{0});
+  return sizes;
+}
 
 void ensure_passcheck_ops_registered() {
   // Referencing this function keeps this object file (and its TORCH_LIBRARY blocks)
@@ -44,6 +109,19 @@ void ensure_passcheck_ops_registered() {
 TORCH_LIBRARY(passcheck, m) {
   m.def("rng_state(Device device) -> Tensor");
   m.def("swap_rng_state(Tensor state, Device device) -> Tensor");
+  m.def("all_gather_into_tensor(Tensor input, int group_size, str group_name) -> Tensor");
+  m.def("reduce_scatter_tensor(Tensor input, str reduce_op, int group_size, str group_name) -> Tensor");
+  m.def("all_reduce(Tensor input, str reduce_op, str group_name) -> Tensor");
+  m.def("all_to_all_single(Tensor input, int[] output_split_sizes, int[] input_split_sizes, str group_name) -> Tensor");
+  m.def("wait_tensor(Tensor tensor) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(passcheck, Meta, m) {
+  m.impl("all_gather_into_tensor", &passcheck::exec::all_gather_meta);
+  m.impl("reduce_scatter_tensor", &passcheck::exec::reduce_scatter_meta);
+  m.impl("all_reduce", &passcheck::exec::all_reduce_meta);
+  m.impl("all_to_all_single", &passcheck::exec::all_to_all_meta);
+  m.impl("wait_tensor", &passcheck::exec::wait_tensor_meta);
 }
 
 TORCH_LIBRARY_IMPL(passcheck, CompositeExplicitAutograd, m) {

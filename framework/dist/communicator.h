@@ -1,0 +1,109 @@
+// The one interface every mesh backend implements (sim: ranks as threads of one process;
+// gloo / nccl: c10d process groups), and the per-thread rank context the collective
+// operators' kernels find it through. A rank's model code and the executor call the
+// passcheck:: collective operators (framework/exec/passcheck_ops.h); their kernels
+// resolve the group name against the rank's mesh and call the rank's Communicator.
+#pragma once
+
+#include "framework/dist/mesh.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace passcheck::dist {
+
+/// A collective that could not complete: ranks that disagree on the collective, a rank
+/// that died or did not arrive within the timeout, a transport error. The message names
+/// the rank(s) and the collective.
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Reduce operations of the functional collectives ("sum", "avg", "product", "min", "max").
+enum class ReduceOp { Sum, Avg, Product, Min, Max };
+/// Parses a reduce_op string; throws std::invalid_argument listing the valid names.
+ReduceOp parse_reduce_op(const std::string& name);
+const char* to_string(ReduceOp op);
+
+/// A resolved group: its name, its members (global ranks, in group order) and the
+/// caller's index among them.
+struct Group {
+  std::string name;
+  std::vector<int64_t> members;
+  int64_t index = 0;
+  int64_t size() const { return static_cast<int64_t>(members.size()); }
+};
+
+/// What ranks must agree on for a collective to be matched: printed in mismatch errors.
+struct CollectiveCall {
+  std::string op;  ///< "all_gather_into_tensor", ...
+  std::string group;
+  std::string reduce_op;  ///< empty when the op has none
+  std::vector<int64_t> sizes;
+  std::string dtype;
+  std::vector<int64_t> output_splits, input_splits;
+  /// "all_gather_into_tensor(f32[4, 8], group dp)".
+  std::string str() const;
+  /// The parts every member must agree on (op, group, reduce op, dtype; sizes for
+  /// the gathers and reductions).
+  bool matches(const CollectiveCall& other) const;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual std::string backend() const = 0;
+  virtual int64_t rank() const = 0;
+  virtual int64_t world_size() const = 0;
+  /// Each call starts a collective and returns its result tensor, whose values are
+  /// defined only after wait(result) (sim fills it at the wait, so a graph that reads
+  /// a result before its wait reads poison). Arguments are validated by the caller.
+  virtual at::Tensor all_gather(const at::Tensor& input, const Group& group) = 0;
+  virtual at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op, const Group& group) = 0;
+  virtual at::Tensor all_reduce(const at::Tensor& input, ReduceOp op, const Group& group) = 0;
+  /// Empty split lists mean equal splits of dim 0 over the group.
+  virtual at::Tensor all_to_all(const at::Tensor& input, const std::vector<int64_t>& output_splits,
+                                const std::vector<int64_t>& input_splits, const Group& group) = 0;
+  /// Completes the collective whose result is `result` (no-op for a tensor that is not
+  /// a pending result, so waiting twice is harmless).
+  virtual void wait(const at::Tensor& result) = 0;
+  /// Completes every collective still pending (end of a step).
+  virtual void wait_all() = 0;
+};
+
+/// The rank a thread runs as: its mesh, its rank and its communicator.
+struct RankContext {
+  std::shared_ptr<const DeviceMesh> mesh;
+  int64_t rank = 0;
+  Communicator* communicator = nullptr;
+  /// Resolves `group_name` for this rank; when `expected_size` >= 0, checks the group
+  /// has that many members. Throws std::invalid_argument naming the group.
+  Group resolve(const std::string& group_name, int64_t expected_size = -1) const;
+};
+
+/// The calling thread's rank context; throws std::logic_error ("collective outside a
+/// distributed run") when none is installed.
+const RankContext& current_rank();
+/// Null when the thread runs no rank.
+const RankContext* current_rank_or_null();
+
+/// Installs a rank context on the calling thread for its lifetime (restores the previous one).
+class RankScope {
+ public:
+  explicit RankScope(RankContext context);
+  ~RankScope();
+  RankScope(const RankScope&) = delete;
+  RankScope& operator=(const RankScope&) = delete;
+
+ private:
+  RankContext context_;
+  const RankContext* previous_;
+};
+
+}  // namespace passcheck::dist

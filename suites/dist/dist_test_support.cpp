@@ -1,0 +1,35 @@
+// Shared pieces of the distributed suites (dist_test_support.h).
+#include "suites/dist/dist_test_support.h"
+
+#include "framework/check/compare.h"
+#include "framework/dist/sim.h"
+
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+
+namespace passcheck::testing {
+
+at::Tensor rank_input(int64_t seed, int64_t rank, at::IntArrayRef sizes, c10::ScalarType dtype) {
+  at::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(seed * 7919 + rank));
+  return at::randn(sizes, gen, at::TensorOptions().dtype(at::kFloat)).to(dtype);
+}
+
+void expect_bitwise(const std::string& what, const at::Tensor& expected, const at::Tensor& actual) {
+  check::TensorComparison c = check::compare_bitwise(what, expected, actual);
+  if (!c.equal) throw std::runtime_error(c.describe());
+}
+
+std::string run_ranks(const std::string& backend, const dist::DeviceMesh& mesh,
+                      const std::function<void(int64_t rank)>& body) {
+  if (backend != "sim") throw std::invalid_argument("unknown backend " + backend);
+  dist::SimOptions options;
+  options.timeout = std::chrono::milliseconds(20000);
+  dist::SimWorld world(mesh, options);
+  std::string errors;
+  for (const dist::RankOutcome& o : world.run(body))
+    if (!o.ok) errors += "rank " + std::to_string(o.rank) + ": " + o.error + "\n";
+  return errors;
+}
+
+}  // namespace passcheck::testing

@@ -1,0 +1,27 @@
+// Shared pieces of the distributed suites: per-rank bodies that run unchanged on every
+// mesh backend (each rank computes the single-process reference of what it must
+// receive from the deterministic inputs of all ranks, and throws on a difference), and
+// the runner that executes a body on a backend.
+#pragma once
+
+#include "framework/dist/mesh.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+
+namespace passcheck::testing {
+
+/// Rank r's input of a collective test: seeded, so every rank can rebuild every rank's input.
+at::Tensor rank_input(int64_t seed, int64_t rank, at::IntArrayRef sizes, c10::ScalarType dtype);
+/// Throws std::runtime_error naming `what` and the first difference unless bitwise equal.
+void expect_bitwise(const std::string& what, const at::Tensor& expected, const at::Tensor& actual);
+
+/// Runs `body(rank)` on every rank of `mesh` on `backend` ("sim", or "gloo": one process
+/// per rank through the local launcher); returns "" when every rank succeeded, else the
+/// failing ranks' errors.
+std::string run_ranks(const std::string& backend, const dist::DeviceMesh& mesh,
+                      const std::function<void(int64_t rank)>& body);
+
+}  // namespace passcheck::testing
