@@ -7,6 +7,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,12 +18,24 @@ class Module;
 
 namespace passcheck::models {
 
+/// How a subject is split over a device mesh (empty plan: one rank holds everything).
+/// The rank is the calling thread's (framework/dist/communicator.h: dist::current_rank()).
+struct ParallelOptions {
+  /// Comma-separated parallelisms: "fsdp" (parameters sharded S(0) over dim "dp"),
+  /// "tp" (tensor parallel over dim "tp"), "ep" (experts over dim "ep").
+  std::string plan;
+  /// The mesh spec, e.g. "dp=2,tp=2" (framework/dist/mesh.h).
+  std::string mesh;
+  bool enabled() const { return !plan.empty(); }
+};
+
 struct SubjectOptions {
   uint64_t seed = 0;
   c10::Device device = c10::Device(c10::DeviceType::CPU);
   /// Batch size and sequence length overrides (0 keeps the model's default).
   int64_t batch_size = 0;
   int64_t seq_len = 0;
+  ParallelOptions parallel;
 };
 
 class TrainingSubject {
@@ -38,6 +51,10 @@ class TrainingSubject {
   virtual c10::IValue train_step(const std::vector<c10::IValue>& args) = 0;
   /// State updates a model makes between steps outside autograd (none by default).
   virtual void before_optimizer_step() {}
+  /// Placement of each parameter and buffer of a parallelized subject on its mesh: FQN
+  /// -> one entry per mesh dim, major to minor ("S(0)", "R", "P(sum)"). Empty for a
+  /// single-rank subject.
+  virtual std::map<std::string, std::vector<std::string>> placements() const { return {}; }
   const SubjectOptions& options() const { return options_; }
 
  protected:
