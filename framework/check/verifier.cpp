@@ -5,6 +5,8 @@
 // Messages quote the offending node's text and say where a bad operand was defined.
 #include "framework/check/verifier.h"
 
+#include "framework/exec/op_properties.h"
+
 #include "framework/exec/arg_check.h"
 #include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
@@ -88,6 +90,45 @@ class Verifier {
         issue("graph input %" + in->name() + " says it is input " + std::to_string(in->output_index()) +
               " but is input " + std::to_string(i));
       check_name(in);
+      check_placements(in);
+    }
+  }
+
+  // Placements: one per mesh dim, a sharded dim the tensor has.
+  void check_placements(const Value* v) {
+    if (v->placements().empty()) return;
+    if (!g_.mesh()) {
+      issue("%" + v->name() + " has placements but the graph declares no mesh");
+      return;
+    }
+    if (v->placements().size() != g_.mesh()->dims.size())
+      issue("%" + v->name() + " has " + std::to_string(v->placements().size()) + " placements for a mesh of " +
+            std::to_string(g_.mesh()->dims.size()) + " dims");
+    for (const ir::Placement& p : v->placements())
+      if (p.kind == ir::Placement::Kind::Shard && v->meta() && p.dim >= static_cast<int64_t>(v->meta()->sizes.size()))
+        issue("%" + v->name() + " is placed " + p.str() + " but has " + std::to_string(v->meta()->sizes.size()) +
+              " dims");
+  }
+
+  // A collective's result is defined only once its wait_tensor ran (on every backend):
+  // every use of it must be that wait.
+  void check_collective_waits(const Node& n) {
+    static const std::string wait = "passcheck::wait_tensor";
+    if (n.op().rfind("passcheck::", 0) != 0 || n.op() == wait || !exec::is_collective(n)) return;
+    for (size_t i = 0; i < n.num_outputs(); ++i) {
+      const Value* out = n.output(i);
+      bool waited = false;
+      for (const ir::Use& u : out->uses()) {
+        if (u.is_graph_output()) {
+          issue("the result of " + quoted(n) + " is a graph output without passcheck::wait_tensor");
+        } else if (u.user->op() != wait) {
+          issue("the result of " + quoted(n) + " is used by " + quoted(*u.user) +
+                " without passcheck::wait_tensor: its values are undefined until the wait");
+        } else {
+          waited = true;
+        }
+      }
+      if (!waited) issue("the result of " + quoted(n) + " is never waited for (no passcheck::wait_tensor)");
     }
   }
 
@@ -121,7 +162,9 @@ class Verifier {
           issue("node " + quoted(*n) + ": output %" + out->name() + " does not name this node as its producer");
         if (out->graph() != &g_) issue("node " + quoted(*n) + ": output %" + out->name() + " belongs to another graph");
         check_name(out);
+        check_placements(out);
       }
+      check_collective_waits(*n);
       check_meta(*n, first_backward, first_optimizer);
       defined.insert(n);
     }

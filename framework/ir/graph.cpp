@@ -291,7 +291,8 @@ Node* Graph::clone_node(const Node& src, const std::function<Value*(Value*)>& ma
   for (Arg& a : args) remap(a);
   Node* node = create(src.op_, std::move(args), insert_before);
   node->meta_ = src.meta_;
-  for (const auto& out : src.outputs_) node->add_output(out->type_, out->meta_, out->name_ + name_suffix);
+  for (const auto& out : src.outputs_)
+    node->add_output(out->type_, out->meta_, out->name_ + name_suffix)->placements_ = out->placements_;
   return node;
 }
 
@@ -415,6 +416,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   std::unordered_map<const Value*, Value*> map;
   for (Value* in : inputs_) {
     Value* c = g->add_input(in->name_, in->type_, in->meta_, in->role_);
+    c->placements_ = in->placements_;
     map[in] = c;
   }
   for (Node* n = head_; n; n = n->next_) {
@@ -432,6 +434,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   g->source_name = source_name;
   g->symbols_ = symbols_;
   g->claims_ = claims_;
+  g->mesh_ = mesh_;
   return g;
 }
 

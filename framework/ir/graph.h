@@ -108,6 +108,9 @@ class Value {
   ValueType type() const { return type_; }
   const std::optional<TensorMeta>& meta() const { return meta_; }
   void set_meta(std::optional<TensorMeta> meta) { meta_ = std::move(meta); }
+  /// Placement on each dim of the graph's mesh (empty: none recorded).
+  const std::vector<Placement>& placements() const { return placements_; }
+  void set_placements(std::vector<Placement> placements) { placements_ = std::move(placements); }
   const std::vector<Use>& uses() const { return uses_; }
   bool has_uses() const { return !uses_.empty(); }
   Graph* graph() const { return graph_; }
@@ -133,6 +136,7 @@ class Value {
   size_t output_index_;
   ValueType type_;
   InputRole role_ = InputRole::Argument;
+  std::vector<Placement> placements_;
   std::optional<TensorMeta> meta_;
   std::string name_;
   std::vector<Use> uses_;
@@ -291,6 +295,10 @@ class Graph {
   std::vector<sym::Claim>& mutable_claims() { return claims_; }
   void add_claim(sym::Claim claim) { claims_.push_back(std::move(claim)); }
 
+  /// The mesh and rank of a per-rank distributed graph (none for a single-rank graph).
+  const std::optional<MeshInfo>& mesh() const { return mesh_; }
+  void set_mesh(std::optional<MeshInfo> mesh) { mesh_ = std::move(mesh); }
+
   /// Text form (framework/ir/text.h).
   std::string print() const;
   /// The file (or name) the graph was parsed from; empty when built in code.
@@ -318,6 +326,7 @@ class Graph {
   std::unordered_map<std::string, int64_t> name_counters_;
   std::vector<sym::Symbol> symbols_;
   std::vector<sym::Claim> claims_;
+  std::optional<MeshInfo> mesh_;
 };
 
 /// Moves a graph from one device to another: every Device argument and every

@@ -177,4 +177,36 @@ int64_t dtype_size(c10::ScalarType dtype) {
   return 0;
 }
 
+std::string Placement::str() const {
+  switch (kind) {
+    case Kind::Shard: return "S(" + std::to_string(dim) + ")";
+    case Kind::Replicate: return "R";
+    case Kind::Partial: return "P(" + reduce_op + ")";
+  }
+  return "?";
+}
+
+std::optional<Placement> Placement::parse(const std::string& text) {
+  Placement p;
+  if (text == "R") return p;
+  if (text.size() < 4 || text[1] != '(' || text.back() != ')') return std::nullopt;
+  std::string inner = text.substr(2, text.size() - 3);
+  if (text[0] == 'S') {
+    if (inner.empty() || inner.size() > 2 ||
+        !std::all_of(inner.begin(), inner.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    p.kind = Placement::Kind::Shard;
+    p.dim = std::stoll(inner);
+    return p;
+  }
+  if (text[0] == 'P') {
+    static const char* const ops[] = {"sum", "avg", "product", "min", "max"};
+    if (std::none_of(std::begin(ops), std::end(ops), [&](const char* op) { return inner == op; })) return std::nullopt;
+    p.kind = Placement::Kind::Partial;
+    p.reduce_op = inner;
+    return p;
+  }
+  return std::nullopt;
+}
+
 }  // namespace passcheck::ir

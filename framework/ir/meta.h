@@ -60,6 +60,33 @@ struct TensorMeta {
   static std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 };
 
+/// How a value of a distributed graph is laid out along one mesh dim (DTensor's
+/// placements): Shard(dim) holds slice `rank` of dim `dim`, Replicate holds the whole
+/// value, Partial holds a term that reduces (reduce_op) to the whole value. Text form:
+/// "S(0)", "R", "P(sum)". Written by the parallelized models (oracles/models) on module
+/// state and read by the placement passes.
+struct Placement {
+  enum class Kind : uint8_t { Shard, Replicate, Partial };
+  Kind kind = Kind::Replicate;
+  int64_t dim = 0;               ///< Shard
+  std::string reduce_op = "sum";  ///< Partial
+  std::string str() const;
+  /// Parses "S(d)", "R" or "P(op)" (op: sum, avg, product, min, max); nullopt otherwise.
+  static std::optional<Placement> parse(const std::string& text);
+  bool operator==(const Placement& o) const {
+    return kind == o.kind && (kind != Kind::Shard || dim == o.dim) && (kind != Kind::Partial || reduce_op == o.reduce_op);
+  }
+  bool operator!=(const Placement& o) const { return !(*this == o); }
+};
+
+/// The device mesh a per-rank graph belongs to: its dims (name, size), major to minor,
+/// and the rank whose graph it is. Text form: `mesh dp=2, tp=2 rank 1`.
+struct MeshInfo {
+  std::vector<std::pair<std::string, int64_t>> dims;
+  int64_t rank = 0;
+  bool operator==(const MeshInfo& o) const { return dims == o.dims && rank == o.rank; }
+};
+
 /// Which part of a training step a node belongs to.
 enum class Phase : uint8_t { Forward, Loss, Backward, Optimizer };
 

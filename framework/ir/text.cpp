@@ -181,11 +181,19 @@ std::string print_type(const Value& v) {
   return out;
 }
 
+// " placed(S(0), R)" after a value's type; nothing when no placement is recorded.
+std::string print_placements(const Value& v) {
+  if (v.placements().empty()) return "";
+  std::string out = " placed(";
+  for (size_t i = 0; i < v.placements().size(); ++i) out += (i ? ", " : "") + v.placements()[i].str();
+  return out + ")";
+}
+
 std::string print_node(const Node& n) {
   std::string out;
   for (size_t i = 0; i < n.num_outputs(); ++i) {
     if (i) out += ", ";
-    out += "%" + n.output(i)->name() + " : " + print_type(*n.output(i));
+    out += "%" + n.output(i)->name() + " : " + print_type(*n.output(i)) + print_placements(*n.output(i));
   }
   if (n.num_outputs() == 0) out += "()";
   out += " = " + n.op() + "(";
@@ -202,11 +210,17 @@ std::string print_graph(const Graph& g) {
   for (const sym::Claim& c : g.claims())
     out += "claim " + c.kind + " " + quote(c.pass) + " " + quote(c.subject) + " " + quote(c.description) + ": " +
            c.condition.to_string() + "\n";
+  if (g.mesh()) {
+    out += "mesh ";
+    for (size_t i = 0; i < g.mesh()->dims.size(); ++i)
+      out += (i ? ", " : "") + g.mesh()->dims[i].first + "=" + std::to_string(g.mesh()->dims[i].second);
+    out += " rank " + std::to_string(g.mesh()->rank) + "\n";
+  }
   out += "graph(";
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const Value* in = g.inputs()[i];
     out += i ? ",\n    " : "\n    ";
-    out += std::string(to_string(in->role())) + " %" + in->name() + " : " + print_type(*in);
+    out += std::string(to_string(in->role())) + " %" + in->name() + " : " + print_type(*in) + print_placements(*in);
   }
   out += "):\n";
   for (const Node* n : g.nodes()) out += "  " + print_node(*n) + "\n";
@@ -230,6 +244,7 @@ class Parser {
     while (true) {
       if (peek_word("symbol")) parse_symbol();
       else if (peek_word("claim")) parse_claim();
+      else if (peek_word("mesh")) parse_mesh();
       else break;
     }
     expect_word("graph");
@@ -379,6 +394,77 @@ class Parser {
     long long v = std::strtoll(digits.c_str(), nullptr, 10);
     if (errno == ERANGE) fail_at(line, col, "integer " + digits + " is out of range");
     return v;
+  }
+
+  // mesh NAME=SIZE, NAME=SIZE rank R
+  void parse_mesh() {
+    expect_word("mesh");
+    const int line = line_;
+    if (graph_->mesh()) fail_at(line, 1, "the graph declares its mesh twice");
+    MeshInfo mesh;
+    int64_t world = 1;
+    do {
+      skip_space();
+      const int dline = line_, dcol = col_;
+      std::string name = read_word();
+      if (name.empty() || !std::islower(static_cast<unsigned char>(name[0])))
+        fail_at(dline, dcol, "expected a mesh dim name such as dp but found " + describe_here());
+      for (const auto& d : mesh.dims)
+        if (d.first == name) fail_at(dline, dcol, "mesh dim '" + name + "' appears twice");
+      expect('=');
+      skip_space();
+      const int sline = line_, scol = col_;
+      int64_t size = parse_int();
+      if (size < 1 || size > (1 << 20) || world * size > (1 << 20))
+        fail_at(sline, scol, "mesh dim '" + name + "' has size " + std::to_string(size) +
+                                 " (sizes are 1 or more, at most 2^20 ranks in all)");
+      world *= size;
+      mesh.dims.emplace_back(name, size);
+    } while (accept(','));
+    expect_word("rank");
+    skip_space();
+    const int rline = line_, rcol = col_;
+    mesh.rank = parse_int();
+    if (mesh.rank < 0 || mesh.rank >= world)
+      fail_at(rline, rcol, "rank " + std::to_string(mesh.rank) + " is outside the mesh's " + std::to_string(world) + " ranks");
+    graph_->set_mesh(std::move(mesh));
+  }
+
+  // placed(S(0), R, P(sum)) after a type: one entry per mesh dim.
+  std::vector<Placement> parse_placements(ValueType type, const std::optional<TensorMeta>& meta) {
+    std::vector<Placement> placements;
+    if (!peek_word("placed")) return placements;
+    const int line = line_, col = col_;
+    expect_word("placed");
+    if (!graph_->mesh()) fail_at(line, col, "placements need a 'mesh' line before the graph");
+    if (type != ValueType::Tensor) fail_at(line, col, "only tensor values have placements");
+    expect('(');
+    do {
+      skip_space();
+      const int pline = line_, pcol = col_;
+      size_t start = pos_;
+      while (!at_end() && (word_char(peek()) || peek() == '(')) {
+        bool open = peek() == '(';
+        advance();
+        if (open) {
+          while (!at_end() && word_char(peek())) advance();
+          if (peek() == ')') advance();
+          break;
+        }
+      }
+      std::string text(text_.substr(start, pos_ - start));
+      std::optional<Placement> p = Placement::parse(text);
+      if (!p) fail_at(pline, pcol, "expected a placement (S(dim), R or P(sum|avg|product|min|max)) but found '" + text + "'");
+      if (p->kind == Placement::Kind::Shard && meta && p->dim >= static_cast<int64_t>(meta->sizes.size()))
+        fail_at(pline, pcol, "placement " + text + " shards dim " + std::to_string(p->dim) + " of a tensor with " +
+                                 std::to_string(meta->sizes.size()) + " dims");
+      placements.push_back(*p);
+    } while (accept(','));
+    expect(')');
+    if (placements.size() != graph_->mesh()->dims.size())
+      fail_at(line, col, std::to_string(placements.size()) + " placements for a mesh of " +
+                             std::to_string(graph_->mesh()->dims.size()) + " dims");
+    return placements;
   }
 
   // symbol NAME in [MIN, MAX] hint H [multiple_of M]
@@ -589,8 +675,10 @@ class Parser {
     ValueType type;
     std::optional<TensorMeta> meta;
     parse_type(type, meta);
+    std::vector<Placement> placements = parse_placements(type, meta);
     Value* v = graph_->add_input(name, type, meta, role);
     if (v->name() != name) fail_at(nline, ncol, "invalid input name %" + name);
+    v->set_placements(std::move(placements));
     v->source_line = nline;
     v->source_column = ncol;
   }
@@ -802,6 +890,7 @@ class Parser {
       int line, col;
       ValueType type;
       std::optional<TensorMeta> meta;
+      std::vector<Placement> placements;
     };
     std::vector<OutputDecl> outs;
     if (accept('(')) {
@@ -816,6 +905,7 @@ class Parser {
         d.name = read_name();
         expect(':');
         parse_type(d.type, d.meta);
+        d.placements = parse_placements(d.type, d.meta);
         outs.push_back(std::move(d));
       } while (accept(','));
     }
@@ -854,6 +944,7 @@ class Parser {
     for (auto& d : outs) {
       if (graph_->find_value(d.name)) fail_at(d.line, d.col, "value %" + d.name + " is defined twice");
       Value* v = node->add_output(d.type, d.meta, d.name);
+      v->set_placements(d.placements);
       if (v->name() != d.name) fail_at(d.line, d.col, "invalid value name %" + d.name);
       v->source_line = d.line;
       v->source_column = d.col;
