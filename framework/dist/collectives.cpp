@@ -98,6 +98,20 @@ RankScope::RankScope(RankContext context) : context_(std::move(context)), previo
 
 RankScope::~RankScope() { t_current_rank = previous_; }
 
+void MetaOnlyCommunicator::refuse(const char* op, const Group& group) const {
+  throw std::logic_error(std::string(op) + " on group '" + group.name + "' reached rank " + std::to_string(rank_) +
+                         "'s communicator, but this rank is only traced on the meta device (no backend)");
+}
+at::Tensor MetaOnlyCommunicator::all_gather(const at::Tensor&, const Group& g) { refuse("all_gather_into_tensor", g); }
+at::Tensor MetaOnlyCommunicator::reduce_scatter(const at::Tensor&, ReduceOp, const Group& g) {
+  refuse("reduce_scatter_tensor", g);
+}
+at::Tensor MetaOnlyCommunicator::all_reduce(const at::Tensor&, ReduceOp, const Group& g) { refuse("all_reduce", g); }
+at::Tensor MetaOnlyCommunicator::all_to_all(const at::Tensor&, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                                            const Group& g) {
+  refuse("all_to_all_single", g);
+}
+
 // ---- kernels ---------------------------------------------------------------------------
 
 namespace {

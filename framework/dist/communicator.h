@@ -77,6 +77,27 @@ class Communicator {
   virtual void wait_all() = 0;
 };
 
+/// The communicator of a rank that is only traced on the meta device (`passcheck trace
+/// --rank R`): meta tensors never reach a backend, so any call is an error naming it.
+class MetaOnlyCommunicator : public Communicator {
+ public:
+  MetaOnlyCommunicator(int64_t rank, int64_t world_size) : rank_(rank), world_size_(world_size) {}
+  std::string backend() const override { return "meta"; }
+  int64_t rank() const override { return rank_; }
+  int64_t world_size() const override { return world_size_; }
+  at::Tensor all_gather(const at::Tensor& input, const Group& group) override;
+  at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op, const Group& group) override;
+  at::Tensor all_reduce(const at::Tensor& input, ReduceOp op, const Group& group) override;
+  at::Tensor all_to_all(const at::Tensor& input, const std::vector<int64_t>& output_splits,
+                        const std::vector<int64_t>& input_splits, const Group& group) override;
+  void wait(const at::Tensor&) override {}
+  void wait_all() override {}
+
+ private:
+  [[noreturn]] void refuse(const char* op, const Group& group) const;
+  int64_t rank_, world_size_;
+};
+
 /// The rank a thread runs as: its mesh, its rank and its communicator.
 struct RankContext {
   std::shared_ptr<const DeviceMesh> mesh;
