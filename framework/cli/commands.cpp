@@ -1,5 +1,6 @@
 // passcheck trace / run / check / models.
 #include "framework/cli/commands.h"
+#include "framework/cli/check_common.h"
 #include "framework/io/files.h"
 
 #include "framework/check/compare.h"
@@ -81,7 +82,13 @@ int run_trace(const TraceArgs& args) {
     if (args.meta) options.device = c10::Device(c10::DeviceType::Meta);
     std::shared_ptr<ir::Graph> graph;
     std::string header = "# passcheck trace --model " + args.model + (args.meta ? " --meta" : "");
-    if (args.symbolic.empty()) {
+    if (!args.parallel.empty() || !args.mesh.empty() || args.rank >= 0) {
+      if (args.parallel.empty()) throw std::invalid_argument("--mesh and --rank need --parallel (fsdp, tp, ep, ...)");
+      if (!args.symbolic.empty()) throw std::invalid_argument("--symbolic is not supported with --parallel");
+      graph = trace_rank_graph(args);
+      header += " --parallel " + args.parallel + " --mesh " + args.mesh + " --rank " +
+                std::to_string(args.rank < 0 ? 0 : args.rank) + "\n# traced on meta";
+    } else if (args.symbolic.empty()) {
       auto subject = models::make_subject(args.model, options);
       graph = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false).shared_graph();
     } else {
@@ -143,6 +150,36 @@ std::string stat_or_dash(const std::map<std::string, int64_t>& stats, const std:
   return it == stats.end() ? "-" : std::to_string(it->second);
 }
 
+std::string describe_eager_checkpoint(const std::optional<oracles::EagerCheckpointConfig>& config) {
+  return config ? oracles::describe(*config) : "none";
+}
+
+// One row per pass: what it did to the graph, to the estimated peak and to the bytes
+// held from the forward into the backward (the activations a checkpointing pass frees).
+std::string format_pass_table(const std::vector<check::PassRecord>& records,
+                              const std::vector<check::MemoryEstimate>& estimates, size_t traced_nodes) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-36s %7s %7s %-8s %-11s %-13s %-15s %s\n", "pass", "nodes", "delta", "changed",
+                "recomputed", "est. peak", "held fwd->bwd", "verifier");
+  out += line;
+  std::snprintf(line, sizeof line, "%-36s %7zu %7s %-8s %-11s %-13s %-15s %s\n", "(traced graph)", traced_nodes, "", "",
+                "", mib(estimates.at(0).peak_bytes).c_str(), mib(estimates.at(0).live_at_backward_start).c_str(), "ok");
+  out += line;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    std::snprintf(line, sizeof line, "%-36s %7zu %+7lld %-8s %-11s %-13s %-15s %s\n", r.pass.c_str(), r.nodes_after,
+                  static_cast<long long>(r.nodes_after) - static_cast<long long>(r.nodes_before),
+                  r.changed ? "yes" : "no", stat_or_dash(r.stats, "recomputed_nodes").c_str(),
+                  mib(estimates.at(i + 1).peak_bytes).c_str(), mib(estimates.at(i + 1).live_at_backward_start).c_str(),
+                  "ok");
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace
+
 // The eager oracle's checkpointing: "none", a policy name, or "auto" (mirror the AC
 // passes of the pipeline: sac-tag's policy and selectors, or apply-ac's mode).
 std::optional<oracles::EagerCheckpointConfig> eager_checkpoint_for(const std::string& choice,
@@ -181,37 +218,8 @@ std::optional<oracles::EagerCheckpointConfig> eager_checkpoint_for(const std::st
   return std::nullopt;
 }
 
-std::string describe_eager_checkpoint(const std::optional<oracles::EagerCheckpointConfig>& config) {
-  return config ? oracles::describe(*config) : "none";
-}
-
-// One row per pass: what it did to the graph, to the estimated peak and to the bytes
-// held from the forward into the backward (the activations a checkpointing pass frees).
-std::string format_pass_table(const std::vector<check::PassRecord>& records,
-                              const std::vector<check::MemoryEstimate>& estimates, size_t traced_nodes) {
-  std::string out;
-  char line[256];
-  std::snprintf(line, sizeof line, "%-36s %7s %7s %-8s %-11s %-13s %-15s %s\n", "pass", "nodes", "delta", "changed",
-                "recomputed", "est. peak", "held fwd->bwd", "verifier");
-  out += line;
-  std::snprintf(line, sizeof line, "%-36s %7zu %7s %-8s %-11s %-13s %-15s %s\n", "(traced graph)", traced_nodes, "", "",
-                "", mib(estimates.at(0).peak_bytes).c_str(), mib(estimates.at(0).live_at_backward_start).c_str(), "ok");
-  out += line;
-  for (size_t i = 0; i < records.size(); ++i) {
-    const auto& r = records[i];
-    std::snprintf(line, sizeof line, "%-36s %7zu %+7lld %-8s %-11s %-13s %-15s %s\n", r.pass.c_str(), r.nodes_after,
-                  static_cast<long long>(r.nodes_after) - static_cast<long long>(r.nodes_before),
-                  r.changed ? "yes" : "no", stat_or_dash(r.stats, "recomputed_nodes").c_str(),
-                  mib(estimates.at(i + 1).peak_bytes).c_str(), mib(estimates.at(i + 1).live_at_backward_start).c_str(),
-                  "ok");
-    out += line;
-  }
-  return out;
-}
-
-}  // namespace
-
 int run_check(const CheckArgs& args) {
+  if (!args.parallel.empty() || !args.mesh.empty()) return run_distributed_check(args);
   return guarded("check", [&] {
     oracles::DriverOptions options;
     options.model = args.model;

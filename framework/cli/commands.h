@@ -6,8 +6,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+
+namespace passcheck::ir {
+class Graph;
+}
 
 namespace CLI {
 class App;
@@ -29,7 +34,13 @@ struct TraceArgs {
   int64_t seq_len = 0;
   /// "batch" or "seq": trace with that dimension symbolic (differential symbolization).
   std::string symbolic;
+  /// Trace one rank of a parallelized model (on meta): plan, mesh and rank.
+  std::string parallel;
+  std::string mesh;
+  int64_t rank = -1;
 };
+/// The per-rank form of `trace` (run_trace calls it when --parallel is given).
+std::shared_ptr<ir::Graph> trace_rank_graph(const TraceArgs& args);
 int run_trace(const TraceArgs& args);
 
 struct RunArgs {
@@ -86,8 +97,17 @@ struct CheckArgs {
   std::string dump_dir;
   /// Eager oracle checkpointing: "auto" (mirror the pipeline's AC), "none", or a policy.
   std::string eager_ac = "auto";
+  /// Distributed runs (docs/distributed.md): the parallelisms ("fsdp", "tp", "ep",
+  /// comma-separated), the mesh ("dp=2,tp=2"), the backend ("sim" or "gloo") and how
+  /// long a collective may wait for the other ranks.
+  std::string parallel;
+  std::string mesh;
+  std::string backend = "sim";
+  int64_t timeout_ms = 60000;
 };
 int run_check(const CheckArgs& args);
+/// The distributed form of `check` (run_check calls it when --parallel or --mesh is given).
+int run_distributed_check(const CheckArgs& args);
 
 /// `passcheck chunk`: graph chunking (symbolic trace, chunk, Z3, concretize) trained
 /// against the eager-chunked oracle.

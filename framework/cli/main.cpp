@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
   trace_cmd->add_option("--seq", trace.seq_len, "Sequence length (0: the model's default)")->check(kModelExtent);
   trace_cmd->add_option("--symbolic", trace.symbolic, "Make this dimension symbolic: batch or seq")
       ->check(CLI::IsMember({"batch", "seq"}));
+  trace_cmd->add_option("--parallel", trace.parallel, "Trace one rank of the model parallelized this way: fsdp, tp, ep or a comma list");
+  trace_cmd->add_option("--mesh", trace.mesh, "Device mesh of --parallel, e.g. dp=2,tp=2");
+  trace_cmd->add_option("--rank", trace.rank, "The rank whose graph to trace (default 0)")->check(CLI::Range(0, 1 << 20));
 
   RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs");
@@ -120,6 +123,14 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--dump-dir", check.dump_dir, "Write the graph before and after every pass here");
   check_cmd->add_option("--eager-ac", check.eager_ac,
                         "Checkpointing of the eager oracle: auto (mirror the pipeline), none, default, eager, full, op")
+      ->capture_default_str();
+  check_cmd->add_option("--parallel", check.parallel, "Train the model parallelized: fsdp, tp, ep or a comma list (docs/distributed.md)");
+  check_cmd->add_option("--mesh", check.mesh, "Device mesh of --parallel, e.g. dp=4 or dp=2,tp=2");
+  check_cmd->add_option("--backend", check.backend, "Mesh backend: sim (ranks as threads) or gloo (a process per rank)")
+      ->check(CLI::IsMember({"sim", "gloo"}))
+      ->capture_default_str();
+  check_cmd->add_option("--timeout-ms", check.timeout_ms, "How long a collective waits for the other ranks")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
       ->capture_default_str();
 
   BenchArgs bench;

@@ -1,0 +1,223 @@
+// passcheck check / trace on a device mesh (docs/distributed.md): every rank of a
+// parallelized model traced on meta, its graph given the rank's placements, optionally
+// rewritten by a pipeline, and trained against eager on the same rank for N steps, bit
+// for bit. Backends: sim (ranks as threads of this process, the deterministic oracle)
+// and gloo (one process per rank on c10d; `passcheck check` launches them itself, or
+// runs as one rank when RANK is set, as under torchrun).
+#include "framework/check/compare.h"
+#include "framework/check/pipeline.h"
+#include "framework/cli/check_common.h"
+#include "framework/cli/commands.h"
+#include "framework/dist/communicator.h"
+#include "framework/dist/sim.h"
+#include "framework/io/files.h"
+#include "framework/ir/graph.h"
+#include "oracles/models/subject.h"
+#include "oracles/placements.h"
+#include "oracles/training_driver.h"
+
+#include <ATen/Parallel.h>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace passcheck::cli {
+
+namespace {
+
+/// What one rank's check produced.
+struct RankCheck {
+  int64_t rank = 0;
+  bool ran = false;
+  oracles::DriverReport report;
+  size_t traced_nodes = 0;
+  std::map<std::string, int64_t> collectives;
+  std::string error;
+  bool equal() const { return ran && error.empty() && report.equal(); }
+};
+
+models::SubjectOptions subject_options(const CheckArgs& args) {
+  models::SubjectOptions options;
+  options.seed = args.seed;
+  options.batch_size = args.batch_size;
+  options.seq_len = args.seq_len;
+  options.parallel.plan = args.parallel;
+  options.parallel.mesh = args.mesh;
+  return options;
+}
+
+// Builds rank `rank`'s subject on meta, which validates the plan against the mesh
+// without computing, and returns its placements.
+std::map<std::string, std::vector<std::string>> meta_placements(const std::string& model,
+                                                               models::SubjectOptions options) {
+  options.device = c10::Device(c10::DeviceType::Meta);
+  return models::make_subject(model, options)->placements();
+}
+
+RankCheck check_rank(const CheckArgs& args, const dist::DeviceMesh& mesh, int64_t rank) {
+  RankCheck result;
+  result.rank = rank;
+  oracles::DriverOptions options;
+  options.model = args.model;
+  options.steps = args.steps;
+  options.optimizer = oracles::parse_optimizer(args.optimizer);
+  options.learning_rate = args.learning_rate;
+  // Ranks trace on meta: tracing for real would run collectives while the other ranks
+  // wait for this one's trace (one trace at a time per process).
+  options.trace_on_meta = true;
+  options.subject = subject_options(args);
+  std::optional<check::Pipeline> pipeline;
+  if (!args.pipeline.empty()) pipeline = check::Pipeline::parse(args.pipeline);
+  options.eager_checkpoint = eager_checkpoint_for(args.eager_ac, pipeline);
+  options.transform = [&](trace::TracedProgram& program) {
+    ir::Graph& graph = program.mutable_graph();
+    oracles::record_placements(graph, mesh, rank, program.state_fqns(), program.num_parameters(),
+                               meta_placements(args.model, options.subject));
+    result.traced_nodes = graph.num_nodes();
+    auto dump = [&](const std::string& stage, const ir::Graph& g) {
+      if (args.dump_dir.empty()) return;
+      io::write_file(args.dump_dir + "/rank" + std::to_string(rank) + "-" + stage + ".graph", g.print(), "rank graph");
+    };
+    dump("traced", graph);
+    if (pipeline) {
+      pipeline->run(graph);
+      dump("after-pipeline", graph);
+    }
+    result.collectives = oracles::count_collectives(graph);
+  };
+  result.report = oracles::run_traced_vs_eager(options);
+  result.ran = true;
+  return result;
+}
+
+std::string coordinates_text(const dist::DeviceMesh& mesh, int64_t rank) {
+  std::string out;
+  std::vector<int64_t> c = mesh.coordinates(rank);
+  for (size_t i = 0; i < c.size(); ++i) out += (i ? "," : "") + mesh.dims()[i].first + std::to_string(c[i]);
+  return out;
+}
+
+std::string table_header() {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-5s %-12s %6s %10s %14s %10s %10s %5s %9s %6s  %s\n", "rank", "coords", "nodes",
+                "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "wait", "compared", "differ", "verdict");
+  return line;
+}
+
+std::string table_row(const dist::DeviceMesh& mesh, const RankCheck& r) {
+  size_t compared = 0, differ = 0;
+  for (const auto& step : r.report.steps)
+    for (const auto& c : step.comparisons) {
+      ++compared;
+      differ += !c.equal;
+    }
+  auto count = [&](const char* op) {
+    auto it = r.collectives.find(op);
+    return it == r.collectives.end() ? 0LL : static_cast<long long>(it->second);
+  };
+  const char* verdict = !r.error.empty() ? "FAILED" : (r.report.equal() ? "BITWISE EQUAL" : "MISMATCH");
+  char line[512];
+  std::snprintf(line, sizeof line, "%-5lld %-12s %6zu %10lld %14lld %10lld %10lld %5lld %9zu %6zu  %s\n",
+                static_cast<long long>(r.rank), coordinates_text(mesh, r.rank).c_str(), r.traced_nodes,
+                count("all_gather_into_tensor"), count("reduce_scatter_tensor"), count("all_reduce"),
+                count("all_to_all_single"), count("wait_tensor"), compared, differ, verdict);
+  return line;
+}
+
+// Checks the plan and mesh before any rank starts, so bad input is one clear error
+// (exit 2) rather than the same error from every rank.
+dist::DeviceMesh validate(const CheckArgs& args) {
+  if (args.parallel.empty()) throw std::invalid_argument("--mesh needs --parallel (fsdp, tp, ep, or a combination)");
+  if (args.mesh.empty()) throw std::invalid_argument("--parallel needs --mesh (e.g. --mesh dp=4)");
+  if (args.device != "cpu") throw std::invalid_argument("distributed check runs on --device cpu (gloo, sim); nccl "
+                                                        "runs need the GPU build");
+  if (args.meta) throw std::invalid_argument("--meta is implied by --parallel: every rank traces on meta");
+  dist::DeviceMesh mesh = dist::DeviceMesh::parse(args.mesh);
+  dist::MetaOnlyCommunicator communicator(0, mesh.world_size());
+  dist::RankScope scope(dist::RankContext{std::make_shared<const dist::DeviceMesh>(mesh), 0, &communicator});
+  meta_placements(args.model, subject_options(args));
+  if (!args.pipeline.empty()) check::Pipeline::parse(args.pipeline);
+  if (!args.dump_dir.empty()) io::ensure_directory(args.dump_dir, "--dump-dir");
+  return mesh;
+}
+
+int report_ranks(const CheckArgs& args, const dist::DeviceMesh& mesh, const std::vector<RankCheck>& ranks,
+                 const std::string& backend) {
+  std::cout << "passcheck check: " << args.model << ", parallel " << args.parallel << " on mesh " << mesh.str()
+            << " (" << mesh.world_size() << " ranks, backend " << backend << "), " << args.steps << " steps, optimizer "
+            << args.optimizer << ", every rank traced on meta\n";
+  if (!args.pipeline.empty()) std::cout << "pipeline: " << args.pipeline << "\n";
+  std::cout << "per rank: traced graph == eager on the same rank, loss, every local gradient shard, parameter shard "
+               "and buffer\n";
+  std::cout << table_header();
+  bool all_equal = true;
+  for (const RankCheck& r : ranks) {
+    std::cout << table_row(mesh, r);
+    all_equal = all_equal && r.equal();
+  }
+  for (const RankCheck& r : ranks) {
+    if (!r.error.empty()) std::cout << "\nrank " << r.rank << " failed: " << r.error << "\n";
+    else if (args.verbose || !r.report.equal()) std::cout << "\nrank " << r.rank << ":\n" << r.report.format();
+  }
+  std::cout << "verdict: " << (all_equal ? "BITWISE EQUAL on every rank" : "MISMATCH or FAILURE on some rank") << "\n";
+  return all_equal ? 0 : 1;
+}
+
+int run_on_sim(const CheckArgs& args, const dist::DeviceMesh& mesh) {
+  std::vector<RankCheck> ranks(static_cast<size_t>(mesh.world_size()));
+  dist::SimOptions options;
+  options.timeout = std::chrono::milliseconds(args.timeout_ms);
+  // One intra-op thread per rank: the ranks are already the parallelism.
+  int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  dist::SimWorld world(mesh, options);
+  std::vector<dist::RankOutcome> outcomes = world.run([&](int64_t rank) { ranks[rank] = check_rank(args, mesh, rank); });
+  at::set_num_threads(threads);
+  for (const dist::RankOutcome& o : outcomes) {
+    ranks[o.rank].rank = o.rank;
+    if (!o.ok) ranks[o.rank].error = o.error;
+  }
+  return report_ranks(args, mesh, ranks, "sim");
+}
+
+}  // namespace
+
+int run_distributed_check(const CheckArgs& args) {
+  dist::DeviceMesh mesh = dist::DeviceMesh::one_dim("dp", 1);
+  int code = guarded("check", [&] {
+    mesh = validate(args);
+    return 0;
+  });
+  if (code != 0) return code;
+  return guarded("check", [&] {
+    if (args.backend == "sim") return run_on_sim(args, mesh);
+    throw std::invalid_argument("unknown --backend '" + args.backend + "' (valid: sim, gloo)");
+  });
+}
+
+std::shared_ptr<ir::Graph> trace_rank_graph(const TraceArgs& args) {
+  if (args.mesh.empty()) throw std::invalid_argument("--parallel needs --mesh (e.g. --mesh dp=4)");
+  dist::DeviceMesh mesh = dist::DeviceMesh::parse(args.mesh);
+  int64_t rank = args.rank < 0 ? 0 : args.rank;
+  mesh.coordinates(rank);  // a rank outside the mesh is an error naming it
+  dist::MetaOnlyCommunicator communicator(rank, mesh.world_size());
+  dist::RankScope scope(dist::RankContext{std::make_shared<const dist::DeviceMesh>(mesh), rank, &communicator});
+  models::SubjectOptions options;
+  options.seed = args.seed;
+  options.batch_size = args.batch_size;
+  options.seq_len = args.seq_len;
+  options.parallel.plan = args.parallel;
+  options.parallel.mesh = args.mesh;
+  options.device = c10::Device(c10::DeviceType::Meta);
+  auto subject = models::make_subject(args.model, options);
+  trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
+  std::shared_ptr<ir::Graph> graph = program.shared_graph();
+  oracles::record_placements(*graph, mesh, rank, program.state_fqns(), program.num_parameters(), subject->placements());
+  if (!args.meta) ir::retarget_device(*graph, c10::Device(c10::DeviceType::Meta), c10::Device(c10::DeviceType::CPU));
+  return graph;
+}
+
+}  // namespace passcheck::cli
