@@ -7,6 +7,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -53,7 +54,7 @@ c10::intrusive_ptr<c10d::TCPStore> host_store(std::chrono::milliseconds timeout)
   options.isServer = true;
   options.numWorkers = c10::nullopt;
   options.waitWorkers = false;
-  options.timeout = timeout;
+  options.timeout = std::max(timeout, kMinimumStoreTimeout);
   return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
 }
 

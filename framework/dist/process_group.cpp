@@ -18,12 +18,15 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sstream>
 #include <thread>
 
 namespace passcheck::dist {
+
+const std::chrono::milliseconds kMinimumStoreTimeout{10000};
 
 std::string dead_rank_key(int64_t rank) { return "passcheck/dead/" + std::to_string(rank); }
 std::string stopped_rank_key(int64_t rank) { return "passcheck/stopped/" + std::to_string(rank); }
@@ -134,7 +137,6 @@ RendezvousInfo rendezvous_from_environment() {
 struct ProcessGroupCommunicator::Impl {
   struct GroupState {
     c10::intrusive_ptr<compat::CollectiveBackend> backend;
-    int64_t sequence = 0;
   };
   // A collective handed to c10d, finished by its wait.
   struct Pending {
@@ -149,6 +151,7 @@ struct ProcessGroupCommunicator::Impl {
   std::string backend_name;
   c10::intrusive_ptr<c10d::Store> store;
   std::map<std::string, GroupState> groups;
+  std::map<std::string, int64_t> sequences;  // collectives issued per member list
   std::vector<Pending> pending;  // issue order
   bool failed = false;
 
@@ -268,8 +271,7 @@ struct ProcessGroupCommunicator::Impl {
   at::Tensor issue(const CollectiveCall& call, const Group& g, const at::Tensor& result,
                    const std::function<c10::intrusive_ptr<c10d::Work>(compat::CollectiveBackend&)>& start,
                    std::function<void()> finish) {
-    GroupState& state = group_state(g);
-    int64_t seq = state.sequence++;
+    int64_t seq = sequences[members_key(g.members)]++;
     std::string description = call.str() + " #" + std::to_string(seq) + " of group [" + rank_list(g.members) + "]";
     try {
       meet(call, g, seq, description);
@@ -277,6 +279,9 @@ struct ProcessGroupCommunicator::Impl {
       failed = true;
       throw;
     }
+    // Created after the first meeting: every member is then known to be there, so the
+    // c10d rendezvous of a group never waits for a rank that stopped.
+    GroupState& state = group_state(g);
     c10::intrusive_ptr<c10d::Work> work;
     try {
       work = start(*state.backend);
@@ -348,7 +353,7 @@ ProcessGroupCommunicator::ProcessGroupCommunicator(const RendezvousInfo& info, c
   options.isServer = !info.agent_store && info.rank == 0;
   options.numWorkers = c10::nullopt;
   options.waitWorkers = false;
-  options.timeout = info.timeout;
+  options.timeout = std::max(info.timeout, kMinimumStoreTimeout);
   try {
     impl_->store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);
   } catch (const std::exception& e) {

@@ -26,6 +26,11 @@ std::string stopped_rank_key(int64_t rank);
 /// Store key holding the last collective a rank issued (its description).
 std::string last_issued_key(int64_t rank);
 
+/// TCPStore connections get at least this long (LibTorch 1.13 counts its connect
+/// timeout in whole seconds: a shorter one fails at once); waits on keys use the
+/// rendezvous timeout.
+extern const std::chrono::milliseconds kMinimumStoreTimeout;
+
 /// Where a rank meets the others: torchrun's conventions.
 struct RendezvousInfo {
   int64_t rank = 0;
@@ -36,8 +41,8 @@ struct RendezvousInfo {
   /// The launcher hosts the store (TORCHELASTIC_USE_AGENT_STORE=True): every rank is a
   /// client; otherwise rank 0 hosts it.
   bool agent_store = false;
-  /// How long a rank waits for the store, for the others to issue a collective, and
-  /// for a collective to complete (PASSCHECK_DIST_TIMEOUT_MS).
+  /// How long a rank waits for the others to issue a collective and for a collective
+  /// to complete (PASSCHECK_DIST_TIMEOUT_MS).
   std::chrono::milliseconds timeout{60000};
 };
 
