@@ -55,15 +55,15 @@ TEST(GlooFaults, AHangingRankTimesOutWithItsLastCollective) {
     if (rank == 1)
       for (;;) ::pause();
     dist::wait_tensor(dist::all_gather_into_tensor(at::ones({2}), 2, "dp"));
-  }, short_timeouts(500));
+  }, short_timeouts(1500));  // long enough for the first collective on a loaded machine
   ASSERT_FALSE(outcomes[0].ok);
-  EXPECT_TRUE(contains(outcomes[0].error, "timed out after 500 ms waiting for all_gather_into_tensor(Float[2], group dp)"))
+  EXPECT_TRUE(contains(outcomes[0].error, "timed out after 1500 ms waiting for all_gather_into_tensor(Float[2], group dp)"))
       << outcomes[0].error;
   EXPECT_TRUE(contains(outcomes[0].error,
                        "not issued by rank 1 (last issued: all_reduce(Float[2], sum, group dp) #0 of group [0, 1])"))
       << outcomes[0].error;
   ASSERT_FALSE(outcomes[1].ok);
-  EXPECT_EQ(outcomes[1].error, "killed by the launcher: still running 1000 ms after rank 0 exited with code 1");
+  EXPECT_EQ(outcomes[1].error, "killed by the launcher: still running 2000 ms after rank 0 exited with code 1");
 }
 
 TEST(GlooFaults, AFailingRankIsNamedOnTheOthers) {
