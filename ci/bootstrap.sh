@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build ccache g++ pkg-config
-  libtorch-dev libopenblas0-pthread libopenblas-dev
+  libtorch-dev libopenblas0-pthread libopenblas-dev libgloo-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libz3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   python3-torch

@@ -15,6 +15,26 @@
 
 namespace passcheck::dist {
 
+at::Tensor reduce_in_rank_order(const std::vector<at::Tensor>& inputs, ReduceOp op) {
+  at::Tensor acc = inputs[0].clone();
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    switch (op) {
+      case ReduceOp::Sum:
+      case ReduceOp::Avg: acc = at::add(acc, inputs[i]); break;
+      case ReduceOp::Product: acc = at::mul(acc, inputs[i]); break;
+      case ReduceOp::Min: acc = at::minimum(acc, inputs[i]); break;
+      case ReduceOp::Max: acc = at::maximum(acc, inputs[i]); break;
+    }
+  }
+  if (op == ReduceOp::Avg) {
+    if (!at::isFloatingType(acc.scalar_type()))
+      throw std::invalid_argument("reduce_op avg needs a floating-point tensor, not " +
+                                  std::string(c10::toString(acc.scalar_type())));
+    acc = at::div(acc, static_cast<double>(inputs.size()));
+  }
+  return acc;
+}
+
 namespace {
 
 // One collective of one group: the k-th collective its members issue on it.
@@ -44,26 +64,6 @@ std::string rank_list(const std::vector<int64_t>& ranks) {
   return out;
 }
 
-at::Tensor reduce_in_order(const std::vector<at::Tensor>& inputs, ReduceOp op) {
-  at::Tensor acc = inputs[0].clone();
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    switch (op) {
-      case ReduceOp::Sum:
-      case ReduceOp::Avg: acc = at::add(acc, inputs[i]); break;
-      case ReduceOp::Product: acc = at::mul(acc, inputs[i]); break;
-      case ReduceOp::Min: acc = at::minimum(acc, inputs[i]); break;
-      case ReduceOp::Max: acc = at::maximum(acc, inputs[i]); break;
-    }
-  }
-  if (op == ReduceOp::Avg) {
-    if (!at::isFloatingType(acc.scalar_type()))
-      throw std::invalid_argument("reduce_op avg needs a floating-point tensor, not " +
-                                  std::string(c10::toString(acc.scalar_type())));
-    acc = at::div(acc, static_cast<double>(inputs.size()));
-  }
-  return acc;
-}
-
 std::vector<int64_t> equal_splits(int64_t rows, int64_t n) { return std::vector<int64_t>(n, rows / n); }
 
 // Every member's result of a complete slot, or a description of the disagreement.
@@ -81,10 +81,10 @@ std::vector<at::Tensor> compute_results(Slot& slot) {
     at::Tensor all = at::cat(slot.inputs, 0);
     for (auto& r : results) r = all;
   } else if (op == "all_reduce") {
-    at::Tensor all = reduce_in_order(slot.inputs, slot.reduce_ops[0]);
+    at::Tensor all = reduce_in_rank_order(slot.inputs, slot.reduce_ops[0]);
     for (auto& r : results) r = all;
   } else if (op == "reduce_scatter_tensor") {
-    std::vector<at::Tensor> parts = reduce_in_order(slot.inputs, slot.reduce_ops[0]).chunk(n, 0);
+    std::vector<at::Tensor> parts = reduce_in_rank_order(slot.inputs, slot.reduce_ops[0]).chunk(n, 0);
     for (size_t i = 0; i < n; ++i) results[i] = parts[i].contiguous();
   } else if (op == "all_to_all_single") {
     std::vector<std::vector<at::Tensor>> sent(n);  // sent[i][j]: rows member i sends to member j

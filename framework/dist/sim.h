@@ -52,6 +52,11 @@ class SimWorld {
   std::shared_ptr<State> state_;
 };
 
+/// Reduces `inputs` (one per member, in group order) by adding, multiplying, ... rank 0's
+/// input, then rank 1's, ...: the sim mesh's result, which backends without a native
+/// reduction for a dtype reproduce exactly. Avg needs a floating-point dtype.
+at::Tensor reduce_in_rank_order(const std::vector<at::Tensor>& inputs, ReduceOp op);
+
 /// Runs `fn(rank)` on a sim mesh and throws CollectiveError with every failing rank's
 /// error when any rank fails.
 void run_sim(const DeviceMesh& mesh, const std::function<void(int64_t rank)>& fn, SimOptions options = {});

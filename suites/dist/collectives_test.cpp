@@ -168,7 +168,7 @@ TEST_P(Collectives, MismatchedCollectiveIsReportedNotDeadlocked) {
   EXPECT_NE(errors.find("disagree"), std::string::npos) << errors;
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Collectives, ::testing::Values("sim"));
+INSTANTIATE_TEST_SUITE_P(Backends, Collectives, ::testing::Values("sim", "gloo"));
 
 TEST(SimMesh, AFailingRankIsNamedOnTheOthers) {
   std::string errors = run_ranks("sim", DeviceMesh::parse("dp=3"), [&](int64_t rank) {

@@ -2,6 +2,7 @@
 #include "suites/dist/dist_test_support.h"
 
 #include "framework/check/compare.h"
+#include "framework/dist/launcher.h"
 #include "framework/dist/sim.h"
 
 #include <ATen/ATen.h>
@@ -22,12 +23,21 @@ void expect_bitwise(const std::string& what, const at::Tensor& expected, const a
 
 std::string run_ranks(const std::string& backend, const dist::DeviceMesh& mesh,
                       const std::function<void(int64_t rank)>& body) {
-  if (backend != "sim") throw std::invalid_argument("unknown backend " + backend);
-  dist::SimOptions options;
-  options.timeout = std::chrono::milliseconds(20000);
-  dist::SimWorld world(mesh, options);
+  std::vector<dist::RankOutcome> outcomes;
+  if (backend == "sim") {
+    dist::SimOptions options;
+    options.timeout = std::chrono::milliseconds(20000);
+    outcomes = dist::SimWorld(mesh, options).run(body);
+  } else if (backend == "gloo") {
+    dist::LaunchOptions options;
+    options.timeout = std::chrono::milliseconds(20000);
+    options.grace = std::chrono::milliseconds(2000);
+    outcomes = dist::run_forked(mesh, body, options);
+  } else {
+    throw std::invalid_argument("unknown backend " + backend);
+  }
   std::string errors;
-  for (const dist::RankOutcome& o : world.run(body))
+  for (const dist::RankOutcome& o : outcomes)
     if (!o.ok) errors += "rank " + std::to_string(o.rank) + ": " + o.error + "\n";
   return errors;
 }
