@@ -9,6 +9,8 @@
 #include "framework/cli/check_common.h"
 #include "framework/cli/commands.h"
 #include "framework/dist/communicator.h"
+#include "framework/dist/launcher.h"
+#include "framework/dist/process_group.h"
 #include "framework/dist/sim.h"
 #include "framework/io/files.h"
 #include "framework/ir/graph.h"
@@ -18,7 +20,11 @@
 
 #include <ATen/Parallel.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -183,6 +189,81 @@ int run_on_sim(const CheckArgs& args, const dist::DeviceMesh& mesh) {
   return report_ranks(args, mesh, ranks, "sim");
 }
 
+// This process's command line, to start the same command once per rank.
+std::vector<std::string> own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) argv.push_back(arg);
+  char exe[4096];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (argv.empty() || n <= 0) throw std::runtime_error("cannot read this process's command line to start the ranks");
+  argv[0] = std::string(exe, static_cast<size_t>(n));
+  return argv;
+}
+
+// One gloo rank of a run started by `passcheck check --backend gloo` or by torchrun: the
+// rendezvous comes from RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT.
+int run_as_gloo_rank(const CheckArgs& args, const dist::DeviceMesh& mesh) {
+  at::set_num_threads(1);
+  std::unique_ptr<dist::ProcessGroupCommunicator> communicator = dist::init_from_environment("gloo");
+  dist::check_mesh_world_size(mesh, communicator->world_size());
+  RankCheck result;
+  result.rank = communicator->rank();
+  try {
+    dist::RankScope scope(
+        dist::RankContext{std::make_shared<const dist::DeviceMesh>(mesh), communicator->rank(), communicator.get()});
+    result = check_rank(args, mesh, communicator->rank());
+    communicator->wait_all();
+    communicator->mark_stopped("finished its run");
+  } catch (const std::exception& e) {
+    result.error = e.what();
+    communicator->mark_stopped("failed (" + result.error + ")");
+  }
+  std::cout << table_header() << table_row(mesh, result);
+  if (!result.error.empty()) std::cout << "rank " << result.rank << " failed: " << result.error << "\n";
+  else if (args.verbose || !result.report.equal()) std::cout << result.report.format();
+  std::cout << std::flush;
+  // The c10d groups are left to the process exit: after a failure their destructors
+  // would wait for collectives that can no longer complete.
+  std::_Exit(result.equal() ? 0 : 1);
+}
+
+// Starts this same command once per rank with torchrun's variables and reports how
+// each rank ended.
+int launch_gloo_ranks(const CheckArgs& args, const dist::DeviceMesh& mesh) {
+  dist::LaunchOptions options;
+  options.timeout = std::chrono::milliseconds(args.timeout_ms);
+  options.echo_output = false;
+  std::vector<dist::LaunchOutcome> outcomes = dist::launch_local(own_command_line(), mesh.world_size(), options);
+  std::cout << "passcheck check: " << args.model << ", parallel " << args.parallel << " on mesh " << mesh.str() << " ("
+            << mesh.world_size() << " gloo processes on this machine), " << args.steps << " steps, optimizer "
+            << args.optimizer << ", every rank traced on meta\n";
+  if (!args.pipeline.empty()) std::cout << "pipeline: " << args.pipeline << "\n";
+  bool header_printed = false;
+  int code = 0;
+  for (const dist::LaunchOutcome& o : outcomes) {
+    std::istringstream lines(o.output);
+    std::string line;
+    bool first = true;
+    while (std::getline(lines, line)) {
+      // Every rank prints the table header first; print it once.
+      if (first && line.rfind("rank  coords", 0) == 0) {
+        if (!header_printed) std::cout << line << "\n";
+        header_printed = true;
+      } else {
+        std::cout << line << "\n";
+      }
+      first = false;
+    }
+    if (!o.ok) std::cout << "rank " << o.rank << " " << o.how_ended << "\n";
+    if (o.exit_code == 2 && code == 0) code = 2;
+    else if (!o.ok) code = 1;
+  }
+  std::cout << "verdict: " << (code == 0 ? "BITWISE EQUAL on every rank" : "MISMATCH or FAILURE on some rank") << "\n";
+  return code;
+}
+
 }  // namespace
 
 int run_distributed_check(const CheckArgs& args) {
@@ -194,6 +275,7 @@ int run_distributed_check(const CheckArgs& args) {
   if (code != 0) return code;
   return guarded("check", [&] {
     if (args.backend == "sim") return run_on_sim(args, mesh);
+    if (args.backend == "gloo") return std::getenv("RANK") ? run_as_gloo_rank(args, mesh) : launch_gloo_ranks(args, mesh);
     throw std::invalid_argument("unknown --backend '" + args.backend + "' (valid: sim, gloo)");
   });
 }
