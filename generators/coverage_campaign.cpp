@@ -126,11 +126,6 @@ uint64_t case_seed(uint64_t seed, int64_t index) {
 
 const std::map<std::string, std::string>& known_decision_gaps() {
   static const std::map<std::string, std::string> gaps = {
-      {"sac-tag rule copy-wait-tag",
-       "no operator named wait_tensor is registered in LibTorch 1.13 (the functional collectives came later) nor "
-       "by passcheck, so exec::op_properties treats every wait_tensor as unknown, conservatively writing its "
-       "inputs, and sac-tag's must-stay-in-forward guard, checked first, saves it (the decision situations' "
-       "wait-after-collective motif reaches that guard)"},
       {"concretize guard leftover-symbol",
        "an assertion over concretize's own work: the loops before it substitute every sym(...) it inspects (input "
        "metadata, arguments down nested lists, output metadata) with the same traversal and fail with a clear "

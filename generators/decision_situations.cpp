@@ -354,8 +354,8 @@ Motif sac_tag_motif(Draw& d, const std::string& decision, bool collective) {
              "%h : " + x + " = aten::relu(%a)" + ac_meta("forward", layer)};
   if (collective) {
     m.executable = false;
-    const std::string c = d.one_of<std::string>({"passcheck::all_reduce(%h, \"sum\")",
-                                                 "passcheck::all_reduce(%h, \"max\")"});
+    const std::string c = d.one_of<std::string>({"passcheck::all_reduce(%h, \"sum\", \"dp\")",
+                                                 "passcheck::all_reduce(%h, \"max\", \"dp\")"});
     const std::string wait = "passcheck::wait_tensor(%c)";
     m.variant = "policy " + policy + ", " + c;
     m.lines.push_back("%c : " + x + " = " + c + ac_meta("forward", layer));
@@ -394,9 +394,8 @@ const std::vector<std::pair<std::string, MotifFn>>& motifs() {
       {"seq-through-attention", seq_through_attention},
       {"erase-scalar-plumbing", erase_scalar_plumbing},
       {"disjoint-backward-regions", disjoint_backward_regions},
-      // No wait_tensor operator is registered in this LibTorch, so must-stay-in-forward
-      // saves it before copy-wait-tag can (ac_chunk_coverage_test.cpp, known gaps).
-      {"wait-after-collective", [](Draw& d) { return sac_tag_motif(d, "sac-tag guard must-stay-in-forward", true); }},
+      // wait_tensor takes the tag sac-tag gave the collective it waits for.
+      {"wait-after-collective", [](Draw& d) { return sac_tag_motif(d, "sac-tag rule copy-wait-tag", true); }},
       {"symbolic-int", [](Draw& d) { return sac_tag_motif(d, "sac-tag guard symbolic-int", false); }},
   };
   return all;

@@ -27,9 +27,8 @@ const std::map<std::string, std::string>& exclusions() {
       {"sac-tag rule policy-must-recompute",
        "widened it turns PREFER_RECOMPUTE into MUST_RECOMPUTE, which remat treats alike"},
       {"sac-tag rule copy-wait-tag",
-       "the rule has no widening site (it applies to every wait_tensor whose producer is a node), and no "
-       "wait_tensor reaches it in this build: with no such operator registered, must-stay-in-forward saves it "
-       "first (suites/property/ac_chunk_coverage_test.cpp, known gaps)"},
+       "the rule has no widening site: it applies to every wait_tensor whose producer is a node (the "
+       "decision situations' wait-after-collective motif reaches it)"},
       {"sac-tag rule save-layer-boundary", std::string("widened it saves more; ") + kSavingMore},
       {"sac-tag rule save-in-place-write", std::string("widened it saves more; ") + kSavingMore},
       {"sac-tag guard forced-save",
