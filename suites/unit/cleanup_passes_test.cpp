@@ -107,7 +107,7 @@ TEST(Dce, KeepsAnUnusedRandomDraw) {
 TEST(Dce, KeepsCollectivesAndWaits) {
   // Every rank must run the same collectives, used or not.
   expect_unchanged("dce", R"(graph(arg %x : f32[2]):
-  %all_reduce : f32[2] = passcheck::all_reduce(%x, "sum")
+  %all_reduce : f32[2] = passcheck::all_reduce(%x, "sum", "dp")
   %wait_tensor : f32[2] = passcheck::wait_tensor(%all_reduce)
   %ar2 : f32[2] = _c10d_functional::all_reduce(%x, "sum", "0")
   return (%x)
@@ -572,9 +572,11 @@ TEST(Cse, DoesNotMergeViews) {
 TEST(Cse, DoesNotMergeCollectives) {
   // Each collective is a separate exchange between ranks.
   expect_unchanged("cse", R"(graph(arg %x : f32[2]):
-  %all_reduce : f32[2] = passcheck::all_reduce(%x, "sum")
-  %all_reduce_1 : f32[2] = passcheck::all_reduce(%x, "sum")
-  return (%all_reduce, %all_reduce_1)
+  %all_reduce : f32[2] = passcheck::all_reduce(%x, "sum", "dp")
+  %wait_tensor : f32[2] = passcheck::wait_tensor(%all_reduce)
+  %all_reduce_1 : f32[2] = passcheck::all_reduce(%x, "sum", "dp")
+  %wait_tensor_1 : f32[2] = passcheck::wait_tensor(%all_reduce_1)
+  return (%wait_tensor, %wait_tensor_1)
 )");
 }
 
@@ -599,7 +601,8 @@ TEST(OpProperties, ClassifiesFromSchemasTagsAndNames) {
   %randn : f32[2] = aten::randn([2], None, None, None, None)
   %native_dropout : f32[2], %mask : b8[2] = aten::native_dropout(%x, 0.5, True)
   %empty : f32[2] = aten::empty.memory_format([2], None, None, None, None, None)
-  %ar : f32[2] = passcheck::all_reduce(%x, "sum")
+  %ar : f32[2] = passcheck::all_reduce(%x, "sum", "dp")
+  %ar_wait : f32[2] = passcheck::wait_tensor(%ar)
   %rng_state : u8[5056] = passcheck::rng_state(device("cpu"))
   () = aten::_assert_async(%x)
   %u : f32[2] = mylib::mystery(%x)
