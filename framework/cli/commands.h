@@ -150,8 +150,17 @@ struct BenchArgs {
   int repeats = 10;
   int threads = 1;
   std::string json;
+  /// Distributed bench (docs/performance.md): a parallelized model's per-rank step on a
+  /// backend against the same number of single-rank steps of the unsharded model.
+  std::string parallel;
+  std::string mesh;
+  std::string backend = "sim";
+  int64_t batch_size = 0;
+  int64_t seq_len = 0;
 };
 int run_bench(const BenchArgs& args);
+/// The distributed form of `bench` (run_bench calls it when --parallel is given).
+int run_distributed_bench(const BenchArgs& args);
 
 int run_models();
 

@@ -22,6 +22,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -264,7 +266,133 @@ int launch_gloo_ranks(const CheckArgs& args, const dist::DeviceMesh& mesh) {
   return code;
 }
 
+// ---- bench ------------------------------------------------------------------------------
+
+using BenchClock = std::chrono::steady_clock;
+
+double ms_since(BenchClock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(BenchClock::now() - t0).count();
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
+
+struct RankBench {
+  double trace_meta_ms = 0;
+  double step_ms = 0;
+  size_t nodes = 0;
+};
+
+models::SubjectOptions bench_subject_options(const BenchArgs& args, bool parallel) {
+  models::SubjectOptions options;
+  options.batch_size = args.batch_size;
+  options.seq_len = args.seq_len;
+  if (parallel) {
+    options.parallel.plan = args.parallel;
+    options.parallel.mesh = args.mesh;
+  }
+  return options;
+}
+
+// Meta-trace time and traced step time (medians) of one rank, or of the unsharded model
+// when `parallel` is false.
+RankBench bench_steps(const BenchArgs& args, bool parallel) {
+  RankBench out;
+  auto subject = models::make_subject(args.model, bench_subject_options(args, parallel));
+  std::vector<c10::IValue> batch = subject->batch(0);
+  std::vector<double> traces, steps;
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = BenchClock::now();
+    trace::TracedProgram p = oracles::trace_subject(*subject, batch, /*on_meta=*/true);
+    traces.push_back(ms_since(t0));
+  }
+  trace::TracedProgram program = oracles::trace_subject(*subject, batch, /*on_meta=*/true);
+  out.nodes = program.graph().num_nodes();
+  for (int i = 0; i < args.warmup + args.repeats; ++i) {
+    auto t0 = BenchClock::now();
+    c10::IValue result = program(batch);
+    if (auto* rank = dist::current_rank_or_null()) rank->communicator->wait_all();
+    if (i >= args.warmup) steps.push_back(ms_since(t0));
+  }
+  out.trace_meta_ms = median_of(traces);
+  out.step_ms = median_of(steps);
+  return out;
+}
+
+void print_bench(const BenchArgs& args, const dist::DeviceMesh& mesh, const std::vector<RankBench>& ranks,
+                 const RankBench& single) {
+  double slowest = 0, trace = 0;
+  for (const RankBench& r : ranks) {
+    slowest = std::max(slowest, r.step_ms);
+    trace = std::max(trace, r.trace_meta_ms);
+  }
+  const double n = static_cast<double>(mesh.world_size());
+  std::printf("passcheck bench --model %s --parallel %s --mesh %s --backend %s  (1 intra-op thread per rank, %d "
+              "warm-up, %d timed steps, medians)\n",
+              args.model.c_str(), args.parallel.c_str(), mesh.str().c_str(), args.backend.c_str(), args.warmup,
+              args.repeats);
+  for (size_t r = 0; r < ranks.size(); ++r)
+    std::printf("  rank %-3zu traced step %10.2f ms   meta trace %8.2f ms   %zu nodes\n", r, ranks[r].step_ms,
+                ranks[r].trace_meta_ms, ranks[r].nodes);
+  std::printf("  %-52s %10.2f ms\n", "distributed step (slowest rank)", slowest);
+  std::printf("  %-52s %10.2f ms\n", "single-rank step of the unsharded model", single.step_ms);
+  std::printf("  %-52s %10.2f ms   (distributed step / this = %.3f)\n",
+              (std::to_string(mesh.world_size()) + " single-rank steps, one after another").c_str(), n * single.step_ms,
+              slowest / (n * single.step_ms));
+  std::printf("  %-52s %10.2f ms   (%zu nodes; unsharded %.2f ms)\n", "meta trace of a rank's graph (slowest)", trace,
+              ranks.empty() ? size_t{0} : ranks[0].nodes, single.trace_meta_ms);
+}
+
 }  // namespace
+
+int run_distributed_bench(const BenchArgs& args) {
+  return guarded("bench", [&] {
+    if (args.parallel.empty() || args.mesh.empty())
+      throw std::invalid_argument("a distributed bench needs both --parallel and --mesh");
+    if (args.repeats < 1 || args.warmup < 0) throw std::invalid_argument("--repeats must be >= 1 and --warmup >= 0");
+    dist::DeviceMesh mesh = dist::DeviceMesh::parse(args.mesh);
+    at::set_num_threads(1);
+    std::vector<RankBench> ranks(static_cast<size_t>(mesh.world_size()));
+    if (args.backend == "gloo" && std::getenv("RANK")) {
+      std::unique_ptr<dist::ProcessGroupCommunicator> communicator = dist::init_from_environment("gloo");
+      dist::check_mesh_world_size(mesh, communicator->world_size());
+      RankBench b;
+      {
+        dist::RankScope scope(dist::RankContext{std::make_shared<const dist::DeviceMesh>(mesh), communicator->rank(),
+                                                communicator.get()});
+        b = bench_steps(args, true);
+      }
+      communicator->mark_stopped("finished its run");
+      std::printf("bench-rank %lld %.6f %.6f %zu\n", static_cast<long long>(communicator->rank()), b.step_ms,
+                  b.trace_meta_ms, b.nodes);
+      std::fflush(stdout);
+      std::_Exit(0);
+    }
+    if (args.backend == "gloo") {
+      dist::LaunchOptions options;
+      options.echo_output = false;
+      for (const dist::LaunchOutcome& o : dist::launch_local(own_command_line(), mesh.world_size(), options)) {
+        size_t at = o.output.find("bench-rank ");
+        long long rank = -1;
+        RankBench b;
+        if (!o.ok || at == std::string::npos ||
+            std::sscanf(o.output.c_str() + at, "bench-rank %lld %lf %lf %zu", &rank, &b.step_ms, &b.trace_meta_ms,
+                        &b.nodes) != 4 || rank != o.rank)
+          throw std::runtime_error("rank " + std::to_string(o.rank) + " " + o.how_ended + ": " + o.output);
+        ranks[o.rank] = b;
+      }
+    } else {
+      dist::SimWorld world(mesh);
+      for (const dist::RankOutcome& o : world.run([&](int64_t rank) { ranks[rank] = bench_steps(args, true); }))
+        if (!o.ok) throw dist::CollectiveError("rank " + std::to_string(o.rank) + ": " + o.error);
+    }
+    RankBench single = bench_steps(args, false);
+    print_bench(args, mesh, ranks, single);
+    return 0;
+  });
+}
 
 int run_distributed_check(const CheckArgs& args) {
   dist::DeviceMesh mesh = dist::DeviceMesh::one_dim("dp", 1);

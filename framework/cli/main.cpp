@@ -142,6 +142,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, kMaxThreads))
       ->capture_default_str();
   bench_cmd->add_option("--json", bench.json, "Also write the figures as JSON to this file");
+  bench_cmd->add_option("--parallel", bench.parallel, "Bench the model parallelized: fsdp, tp, ep or a comma list");
+  bench_cmd->add_option("--mesh", bench.mesh, "Device mesh of --parallel, e.g. dp=4");
+  bench_cmd->add_option("--backend", bench.backend, "Mesh backend: sim or gloo")
+      ->check(CLI::IsMember({"sim", "gloo"}))
+      ->capture_default_str();
+  bench_cmd->add_option("--batch", bench.batch_size, "Per-rank batch size (0: the model's default)")->check(kModelExtent);
+  bench_cmd->add_option("--seq", bench.seq_len, "Sequence length (0: the model's default)")->check(kModelExtent);
 
   ChunkArgs chunk;
   auto* chunk_cmd =
