@@ -1,0 +1,65 @@
+// The per-rank oracles of parallelized subjects (models/parallelize.h), run on every rank
+// thread of a mesh backend: the traced-vs-eager comparison of a rank's own step (traced
+// on meta, since tracing is serialized per process and a real trace would run
+// collectives while other ranks wait), with the counts of collective nodes in its graph;
+// and the comparison of sharded training with the single-rank model trained on the
+// global batch.
+#pragma once
+
+#include "oracles/training_driver.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace passcheck::oracles {
+
+/// Collective nodes of a traced graph, by operator.
+struct CollectiveCounts {
+  int64_t all_gather = 0, reduce_scatter = 0, all_reduce = 0, all_to_all = 0, wait = 0;
+  /// "all_gather 24, reduce_scatter 24, all_reduce 0, all_to_all 0, wait_tensor 48".
+  std::string str() const;
+  bool operator==(const CollectiveCounts& o) const;
+};
+CollectiveCounts count_collectives(const ir::Graph& graph);
+
+struct RankDriverReport {
+  int64_t rank = 0;
+  DriverReport driver;
+  CollectiveCounts collectives;
+};
+
+/// run_traced_vs_eager on the calling rank with trace_on_meta forced on. After tracing,
+/// every rank meets at a barrier over the whole mesh before the first step, so no rank
+/// computes gradients while another traces (the tracer's backward marking looks at
+/// every thread's gradient computation).
+RankDriverReport run_rank_traced_vs_eager(DriverOptions options);
+
+struct ShardedComparison {
+  struct Parameter {
+    std::string fqn;
+    uint64_t max_ulp = 0;
+    bool same_shape = true;
+  };
+  std::vector<Parameter> parameters;  ///< filled on rank 0 only
+  uint64_t max_ulp = 0;
+  uint64_t tolerance_ulp = 0;
+  bool ok() const;
+  /// One line per parameter and the verdict.
+  std::string format() const;
+};
+
+/// ULP tolerance of sharded-vs-single-rank parameters after a few SGD steps: reductions
+/// run in another order (gradient sums over ranks, per-rank partial matmuls), measured in
+/// suites/dist/parallel_models_test.cpp; wrong gradient scaling or a missing all_reduce
+/// moves parameters by millions of ULP.
+constexpr uint64_t kShardedToleranceUlp = 4096;
+
+/// On every rank: trains `options.subject` (with its parallel plan) eagerly for
+/// `options.steps` steps, gathers the full parameters, and on rank 0 trains the
+/// single-rank model on the global batch (batch_size * batch slices; deepseek_v3 with
+/// ep capacity groups) and compares every parameter. Other ranks return no parameters.
+ShardedComparison compare_sharded_with_single_rank(const DriverOptions& options,
+                                                   uint64_t tolerance_ulp = kShardedToleranceUlp);
+
+}  // namespace passcheck::oracles
