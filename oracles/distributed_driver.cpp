@@ -83,7 +83,7 @@ RankDriverReport run_rank_traced_vs_eager(DriverOptions options) {
 bool ShardedComparison::ok() const {
   if (parameters.empty()) return false;
   for (const auto& p : parameters)
-    if (!p.same_shape || p.max_ulp > tolerance_ulp) return false;
+    if (!p.same_shape || !(p.relative <= tolerance)) return false;
   return true;
 }
 
@@ -91,21 +91,21 @@ std::string ShardedComparison::format() const {
   std::string out;
   char line[256];
   for (const auto& p : parameters) {
-    std::snprintf(line, sizeof line, "  %-40s %s max ULP %llu\n", p.fqn.c_str(), p.same_shape ? "" : "SHAPE DIFFERS",
-                  static_cast<unsigned long long>(p.max_ulp));
+    std::snprintf(line, sizeof line, "  %-40s %s max ULP %12llu  relative %.3g\n", p.fqn.c_str(),
+                  p.same_shape ? "" : "SHAPE DIFFERS", static_cast<unsigned long long>(p.max_ulp), p.relative);
     out += line;
   }
-  std::snprintf(line, sizeof line, "sharded vs single rank: max ULP %llu, tolerance %llu: %s\n",
-                static_cast<unsigned long long>(max_ulp), static_cast<unsigned long long>(tolerance_ulp),
+  std::snprintf(line, sizeof line, "sharded vs single rank: max ULP %llu, max relative %.3g, tolerance %.3g: %s\n",
+                static_cast<unsigned long long>(max_ulp), max_relative, tolerance,
                 ok() ? "WITHIN TOLERANCE" : "OUT OF TOLERANCE");
   return out + line;
 }
 
-ShardedComparison compare_sharded_with_single_rank(const DriverOptions& options, uint64_t tolerance_ulp) {
+ShardedComparison compare_sharded_with_single_rank(const DriverOptions& options, double tolerance) {
   const dist::RankContext& rank = dist::current_rank();
   models::ParallelPlan plan = plan_of(options.subject, options.model);
   ShardedComparison result;
-  result.tolerance_ulp = tolerance_ulp;
+  result.tolerance = tolerance;
 
   auto sharded = models::make_subject(options.model, options.subject);
   train_eagerly(*sharded, options);
@@ -129,8 +129,15 @@ ShardedComparison compare_sharded_with_single_rank(const DriverOptions& options,
     p.fqn = item.key();
     const at::Tensor& got = full.at(i++).second;
     p.same_shape = got.sizes() == item.value().sizes();
-    if (p.same_shape) p.max_ulp = check::compare_bitwise(p.fqn, item.value(), got).max_ulp;
+    if (p.same_shape) {
+      p.max_ulp = check::compare_bitwise(p.fqn, item.value(), got).max_ulp;
+      at::Tensor expected = item.value().detach().to(at::kDouble);
+      double scale = expected.abs().max().item<double>();
+      double diff = (got.to(at::kDouble) - expected).abs().max().item<double>();
+      p.relative = scale > 0 ? diff / scale : diff;
+    }
     result.max_ulp = std::max(result.max_ulp, p.max_ulp);
+    result.max_relative = std::max(result.max_relative, p.relative);
     result.parameters.push_back(p);
   }
   return result;

@@ -109,10 +109,10 @@ TEST(ParallelModels, ShardedTrainingMatchesTheSingleRankModel) {
 }
 
 TEST(ParallelModels, WrongVariantsFailTheSingleRankComparison) {
-  DriverOptions sum_gradient = small("llama3", "fsdp", "dp=4");
+  DriverOptions sum_gradient = small("llama3", "fsdp", "dp=4");  // measured: max relative 0.25
   sum_gradient.subject.parallel.fault = "fsdp-sum-gradient";
   EXPECT_FALSE(sharded_vs_single_rank(sum_gradient).ok());
-  DriverOptions no_copy = small("llama3", "tp", "tp=2");
+  DriverOptions no_copy = small("llama3", "tp", "tp=2");  // measured: max relative 0.28
   no_copy.subject.parallel.fault = "tp-no-copy-to-group";
   EXPECT_FALSE(sharded_vs_single_rank(no_copy).ok());
 }
