@@ -74,6 +74,8 @@ RankDriverReport run_rank_traced_vs_eager(DriverOptions options) {
   options.transform = [&](trace::TracedProgram& program) {
     if (transform) transform(program);
     report.collectives = count_collectives(program.graph());
+    for (const ir::Node* n : program.graph().nodes())
+      if (n->op().rfind("passcheck::", 0) == 0 && n->meta().module_fqn.empty()) ++report.collectives_without_module;
     barrier(plan);
   };
   report.driver = run_traced_vs_eager(options);

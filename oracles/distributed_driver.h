@@ -27,6 +27,9 @@ struct RankDriverReport {
   int64_t rank = 0;
   DriverReport driver;
   CollectiveCounts collectives;
+  /// Collective nodes (waits included) the tracer attributed to no module: the backward
+  /// of a custom autograd Function must still find the module it was applied in.
+  int64_t collectives_without_module = 0;
 };
 
 /// run_traced_vs_eager on the calling rank with trace_on_meta forced on. After tracing,

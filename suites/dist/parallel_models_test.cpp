@@ -68,6 +68,7 @@ void expect_every_rank(const std::vector<oracles::RankDriverReport>& reports, co
     EXPECT_EQ(r.driver.steps.size(), 5u);
     EXPECT_EQ(r.collectives, expected) << "rank " << r.rank << ": " << r.collectives.str() << " expected "
                                        << expected.str();
+    EXPECT_EQ(r.collectives_without_module, 0) << "rank " << r.rank;
   }
 }
 
