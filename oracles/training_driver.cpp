@@ -20,6 +20,12 @@ OptimizerKind parse_optimizer(const std::string& name) {
 
 const char* to_string(OptimizerKind kind) { return kind == OptimizerKind::SGD ? "sgd" : "adam"; }
 
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind, std::vector<at::Tensor> params, double lr) {
+  if (kind == OptimizerKind::SGD)
+    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).momentum(0.9));
+  return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr));
+}
+
 bool StepReport::equal() const {
   if (!problems.empty()) return false;
   for (const auto& c : comparisons)
@@ -39,12 +45,6 @@ std::string mib(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return buf;
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind, std::vector<at::Tensor> params, double lr) {
-  if (kind == OptimizerKind::SGD)
-    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).momentum(0.9));
-  return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr));
 }
 
 at::Tensor to_meta(const at::Tensor& t) {

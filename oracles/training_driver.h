@@ -17,12 +17,18 @@
 #include <string>
 #include <vector>
 
+namespace torch::optim {
+class Optimizer;
+}
+
 namespace passcheck::oracles {
 
 /// Optimizers from LibTorch, configured identically on both paths.
 enum class OptimizerKind { SGD, Adam };
 OptimizerKind parse_optimizer(const std::string& name);
 const char* to_string(OptimizerKind kind);
+/// The optimizer both paths use (SGD with momentum 0.9, or Adam) over `params`.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind, std::vector<at::Tensor> params, double lr);
 
 struct DriverReport;
 struct StepReport;

@@ -74,7 +74,8 @@ class Recorder {
   explicit Recorder(ir::Graph& graph)
       : graph_(graph),
         log_ops_(std::getenv("PASSCHECK_TRACE_LOG") != nullptr),
-        seq_base_(static_cast<int64_t>(at::sequence_number::peek())) {}
+        seq_base_(static_cast<int64_t>(at::sequence_number::peek())),
+        next_unaccounted_seq_(seq_base_) {}
 
   void bind(const at::Tensor& t, ir::Value* v) {
     if (!t.defined()) return;
@@ -129,6 +130,12 @@ class Recorder {
   std::unordered_map<ViewKey, ir::Value*, ViewKeyHash> by_view_;
   std::vector<int64_t> backward_seq_stack_;
   int64_t last_backward_seq_ = -1;
+  // Sequence numbers taken by autograd nodes that no recorded operator created: custom
+  // autograd Functions (the forward of an identity Function records nothing; one that
+  // calls operators records them under later numbers). Each gets the module context of
+  // the first operator recorded after it, so its backward nodes find a module FQN.
+  int64_t next_unaccounted_seq_;
+  std::unordered_map<int64_t, ir::NodeMeta> unrecorded_forward_;
   std::mutex mutex_;
 };
 
@@ -299,6 +306,13 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, tor
   std::lock_guard<std::mutex> lock(mutex_);
   ir::Node* node = graph_.create(qualified, std::move(args));
   node->meta() = context_meta(seq_before, created_grad_fn);
+  if (node->meta().phase != ir::Phase::Backward)
+    for (int64_t seq = next_unaccounted_seq_; seq < seq_before; ++seq) {
+      ir::NodeMeta& meta = unrecorded_forward_[seq - seq_base_];
+      meta.module_fqn = node->meta().module_fqn;
+      meta.custom = node->meta().custom;
+    }
+  next_unaccounted_seq_ = static_cast<int64_t>(at::sequence_number::peek());
   size_t num_returns = schema.returns().size();
   for (size_t i = stack->size() - num_returns; i < stack->size(); ++i) add_output(node, (*stack)[i], qualified);
   if (log_ops_) std::fprintf(stderr, "[trace] %s\n", ir::print_node(*node).c_str());
@@ -331,8 +345,15 @@ void Recorder::propagate_backward_metadata() {
   for (ir::Node* n : graph_.nodes()) {
     if (n->meta().phase != ir::Phase::Backward || n->meta().seq_nr < 0) continue;
     auto it = forward_by_seq.find(n->meta().seq_nr);
-    if (it == forward_by_seq.end()) continue;
-    const ir::NodeMeta& fwd = it->second->meta();
+    const ir::NodeMeta* found = nullptr;
+    if (it != forward_by_seq.end()) {
+      found = &it->second->meta();
+    } else {
+      auto unrecorded = unrecorded_forward_.find(n->meta().seq_nr);
+      if (unrecorded == unrecorded_forward_.end()) continue;
+      found = &unrecorded->second;
+    }
+    const ir::NodeMeta& fwd = *found;
     if (n->meta().module_fqn.empty()) n->meta().module_fqn = fwd.module_fqn;
     for (const auto& [k, v] : fwd.custom) n->meta().custom.emplace(k, v);  // a node keeps its own keys
   }

@@ -5,11 +5,14 @@
 #include "oracles/models/deepseek_v3.h"
 
 #include "framework/trace/module_scope.h"
+#include "framework/dist/collectives.h"
 #include "oracles/models/layers.h"
+#include "oracles/models/parallelize.h"
 
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <tuple>
 
 namespace passcheck::models {
@@ -41,7 +44,7 @@ namespace {
 using trace::call_module;
 
 // Routed experts with stacked weights: w1, w3 [E, hidden, dim], w2 [E, dim, hidden].
-class GroupedExpertsImpl : public torch::nn::Module {
+class GroupedExpertsImpl : public torch::nn::Module, public ParameterUser {
  public:
   GroupedExpertsImpl(int64_t n_experts, int64_t dim, int64_t hidden, const at::TensorOptions& o) {
     w1 = register_parameter("w1", at::empty({n_experts, hidden, dim}, o));
@@ -51,9 +54,13 @@ class GroupedExpertsImpl : public torch::nn::Module {
   // tokens [T, dim] -> [E, T, dim]: every expert's SwiGLU on every token (dense dispatch).
   at::Tensor forward(const at::Tensor& tokens) {
     at::Tensor x = tokens.unsqueeze(0).expand({w1.size(0), tokens.size(0), tokens.size(1)});
-    at::Tensor gate = at::bmm(x, w1.transpose(1, 2));
-    at::Tensor up = at::bmm(x, w3.transpose(1, 2));
-    return at::bmm(at::silu(gate) * up, w2.transpose(1, 2));
+    return run(x);
+  }
+  // x [E_local, N, dim] -> each expert's SwiGLU on its N rows.
+  at::Tensor run(const at::Tensor& x) {
+    at::Tensor gate = at::bmm(x, param(w1).transpose(1, 2));
+    at::Tensor up = at::bmm(x, param(w3).transpose(1, 2));
+    return at::bmm(at::silu(gate) * up, param(w2).transpose(1, 2));
   }
   at::Tensor w1, w2, w3;
 };
@@ -69,7 +76,11 @@ class RouterImpl : public torch::nn::Module {
 class MoEImpl : public torch::nn::Module {
  public:
   MoEImpl(const DeepSeekV3Config& c, const at::TensorOptions& o)
-      : top_k(c.top_k), route_scale(c.route_scale) {
+      : top_k(c.top_k),
+        route_scale(c.route_scale),
+        n_experts(c.n_routed_experts),
+        capacity_factor(c.capacity_factor),
+        capacity_groups(c.capacity_groups) {
     router = register_module("router", std::make_shared<RouterImpl>(c.dim, c.n_routed_experts, o));
     experts = register_module("experts",
                               std::make_shared<GroupedExpertsImpl>(c.n_routed_experts, c.dim, c.expert_hidden, o));
@@ -93,18 +104,57 @@ class MoEImpl : public torch::nn::Module {
       torch::NoGradGuard no_grad;
       tokens_per_expert.add_(expert_token_counts(routing));
     }
-    at::Tensor weights = routing.combine_weights.to(x.scalar_type());  // [T, E]
-    at::Tensor per_expert =
-        call_module(fqn + ".experts", tokens, [this](const at::Tensor& in) { return experts->forward(in); });
-    at::Tensor routed = (per_expert * weights.t().unsqueeze(-1)).sum(0);  // [T, dim]
+    at::Tensor routed = capacity_factor > 0 ? routed_at_capacity(fqn, tokens, routing) : routed_dense(fqn, tokens, routing);
     at::Tensor shared = call_module(fqn + ".shared_expert", tokens, [this, fqn](const at::Tensor& in) {
       return shared_expert->forward(fqn + ".shared_expert", in);
     });
     return (routed + shared).view(x.sizes());
   }
 
+  // Dense dispatch: every expert on every token, tokens [T, dim] -> routed output [T, dim].
+  at::Tensor routed_dense(const std::string& fqn, const at::Tensor& tokens, const MoeRouting& routing) {
+    at::Tensor weights = routing.combine_weights.to(tokens.scalar_type());  // [T, E]
+    at::Tensor per_expert =
+        call_module(fqn + ".experts", tokens, [this](const at::Tensor& in) { return experts->forward(in); });
+    return (per_expert * weights.t().unsqueeze(-1)).sum(0);  // [T, dim]
+  }
+
+  // Capacity dispatch (deepseek_v3.h): tokens [T, dim] -> routed output [T, dim].
+  at::Tensor routed_at_capacity(const std::string& fqn, const at::Tensor& tokens, const MoeRouting& routing) {
+    const int64_t groups = ep_size > 1 ? 1 : capacity_groups, t = tokens.size(0), dim = tokens.size(1);
+    if (t % groups != 0)
+      throw std::invalid_argument(fqn + ": " + std::to_string(t) + " tokens cannot be split in " +
+                                  std::to_string(groups) + " capacity groups");
+    const int64_t tg = t / groups, e = n_experts, e_local = e / ep_size;
+    const int64_t c = std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil(static_cast<double>(tg * top_k) * capacity_factor / static_cast<double>(e))));
+    at::Tensor chosen = routing.chosen.view({groups, tg, e});
+    at::Tensor slot = chosen.cumsum(1) - 1;  // exact: small integers in float32
+    at::Tensor slots = at::arange(c, chosen.options());
+    at::Tensor one_hot = slot.unsqueeze(-1).eq(slots).to(chosen.scalar_type()) * chosen.unsqueeze(-1);  // [G,Tg,E,C]
+    at::Tensor dispatch = one_hot.reshape({groups, tg, e * c}).to(tokens.scalar_type());
+    at::Tensor combine =
+        (one_hot * routing.combine_weights.view({groups, tg, e, 1})).reshape({groups, tg, e * c}).to(tokens.scalar_type());
+    at::Tensor sent = at::bmm(dispatch.transpose(1, 2), tokens.view({groups, tg, dim}));  // [G, E*C, dim]
+    int64_t sources = groups;
+    if (ep_size > 1) {
+      sent = dist::wait_tensor(dist::all_to_all_single(sent.reshape({e * c, dim}), {}, {}, "ep"));
+      sources = ep_size;  // rows now come from every ep rank, for this rank's experts
+    }
+    at::Tensor expert_in = sent.reshape({sources, e_local, c, dim}).permute({1, 0, 2, 3}).reshape({e_local, sources * c, dim});
+    at::Tensor expert_out = call_module(fqn + ".experts", expert_in, [this](const at::Tensor& in) { return experts->run(in); });
+    at::Tensor back = expert_out.view({e_local, sources, c, dim}).permute({1, 0, 2, 3}).reshape({sources * e_local * c, dim});
+    if (ep_size > 1) back = dist::wait_tensor(dist::all_to_all_single(back, {}, {}, "ep"));
+    return at::bmm(combine, back.view({groups, e * c, dim})).view({t, dim});
+  }
+
   int64_t top_k;
   double route_scale;
+  int64_t n_experts;
+  double capacity_factor;
+  int64_t capacity_groups;
+  /// Expert parallelism over mesh dim "ep" (1: none).
+  int64_t ep_size = 1;
   std::shared_ptr<RouterImpl> router;
   std::shared_ptr<GroupedExpertsImpl> experts;
   std::shared_ptr<SwiGLUFeedForwardImpl> shared_expert;
@@ -183,25 +233,53 @@ class DeepSeekV3Subject : public TrainingSubject {
   DeepSeekV3Subject(SubjectOptions o, DeepSeekV3Config c) : TrainingSubject(std::move(o)), config_(c) {
     if (options_.batch_size) config_.batch_size = options_.batch_size;
     if (options_.seq_len) config_.seq_len = options_.seq_len;
+    if (options_.n_layers) config_.n_layers = options_.n_layers;
+    if (options_.moe_capacity_factor) config_.capacity_factor = options_.moe_capacity_factor;
+    if (options_.moe_capacity_groups) config_.capacity_groups = options_.moe_capacity_groups;
+    plan_ = resolve_plan("deepseek_v3", options_.parallel, {"fsdp", "ep"});
+    if (plan_ && plan_->ep && config_.capacity_factor <= 0)
+      throw std::invalid_argument("deepseek_v3 with ep needs capacity dispatch: set moe_capacity_factor > 0");
     model_ = std::make_shared<DeepSeekV3Module>(config_, at::TensorOptions().device(options_.device));
     init_parameters(*model_, options_.seed);
+    if (plan_) {
+      parallelize(*model_, *plan_);
+      for (const auto& block : model_->blocks)
+        if (block->moe) block->moe->ep_size = plan_->ep_size;
+    }
   }
   std::string name() const override { return "deepseek_v3"; }
   std::shared_ptr<torch::nn::Module> module() const override { return model_; }
   std::vector<c10::IValue> batch(int64_t step) const override {
-    return token_batch(options_.seed, step, config_.batch_size, config_.seq_len, config_.vocab_size, options_.device);
+    if (!plan_)
+      return token_batch(options_.seed, step, config_.batch_size, config_.seq_len, config_.vocab_size, options_.device);
+    // batch_size is per rank: this rank's slice of the global batch.
+    return batch_slice(token_batch(options_.seed, step, config_.batch_size * plan_->batch_slices(), config_.seq_len,
+                                   config_.vocab_size, options_.device),
+                       *plan_);
+  }
+  std::map<std::string, std::vector<std::string>> placements() const override {
+    return plan_ ? placements_of(*model_, *plan_) : std::map<std::string, std::vector<std::string>>{};
   }
   c10::IValue train_step(const std::vector<c10::IValue>& args) override {
     return language_model_step(*model_, [this](const at::Tensor& tokens) { return model_->forward(tokens); }, args);
   }
   void before_optimizer_step() override {
     for (const auto& block : model_->blocks)
-      if (block->moe)
+      if (block->moe) {
+        // Every ep rank counted its own tokens: the bias must follow the global counts,
+        // so the buffers stay identical across ranks.
+        if (plan_ && plan_->ep) {
+          torch::NoGradGuard no_grad;
+          at::Tensor& counts = block->moe->tokens_per_expert;
+          counts.copy_(dist::wait_tensor(dist::all_reduce(counts, "sum", "ep")));
+        }
         update_expert_bias(block->moe->expert_bias, block->moe->tokens_per_expert, config_.load_balance_coeff);
+      }
   }
 
  private:
   DeepSeekV3Config config_;
+  std::optional<ParallelPlan> plan_;
   std::shared_ptr<DeepSeekV3Module> model_;
 };
 

@@ -14,6 +14,19 @@
 //   gathers each expert's tokens, whose counts depend on the data; here every shape is
 //   a function of batch and sequence only, so the step traces into one static graph
 //   (and into graphs at other batch sizes from which symbolic shapes are derived).
+//
+// Capacity dispatch (capacity_factor > 0; needed by expert parallelism, parallelize.h):
+// the T tokens of a step are split in capacity_groups equal groups of consecutive rows
+// (an EP rank's tokens are one group). In each group every expert takes at most
+//   C = max(1, ceil(Tg * top_k * capacity_factor / E))      (Tg = T / capacity_groups)
+// tokens: a token's slot at expert e is the number of tokens of its group before it that
+// chose e (cumsum order); a token whose slot is >= C is dropped for that expert (its
+// routed output lacks that expert's term; the shared expert still runs). Dispatch and
+// combine are one-hot [Tg, E*C] matrices built from the cumsum and applied with bmm, so
+// no shape depends on the data. Under EP the dispatched [E*C, dim] rows (expert major)
+// go to the expert's rank with all_to_all_single (equal splits), each rank runs its E/ep
+// experts on ep*C rows, and a second all_to_all_single brings the results back. A
+// single-rank model with capacity_groups = ep computes the same routing as an ep-way run.
 #pragma once
 
 #include "oracles/models/subject.h"
@@ -43,6 +56,9 @@ struct DeepSeekV3Config {
   int64_t max_seq_len = 2048;
   int64_t batch_size = 4;
   int64_t seq_len = 64;
+  /// 0: dense dispatch (every expert on every token); > 0: capacity dispatch (above).
+  double capacity_factor = 0;
+  int64_t capacity_groups = 1;
 };
 
 std::unique_ptr<TrainingSubject> make_deepseek_v3_subject(const SubjectOptions& options,

@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "framework/dist/collectives.h"
 #include "framework/trace/module_scope.h"
 
 #include <cmath>
@@ -18,13 +19,21 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, const at::Tens
   weight = register_parameter("weight", at::empty({out_features, in_features}, options));
 }
 
-at::Tensor LinearImpl::forward(const at::Tensor& x) { return at::linear(x, weight); }
+at::Tensor TensorParallelism::enter(const at::Tensor& x) const {
+  return enabled() && copy_input ? dist::copy_to_group(x, group) : x;
+}
+
+at::Tensor TensorParallelism::leave(const at::Tensor& partial) const {
+  return enabled() ? dist::wait_tensor(dist::all_reduce(partial, "sum", group)) : partial;
+}
+
+at::Tensor LinearImpl::forward(const at::Tensor& x) { return at::linear(x, param(weight)); }
 
 EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim, const at::TensorOptions& options) {
   weight = register_parameter("weight", at::empty({num, dim}, options));
 }
 
-at::Tensor EmbeddingImpl::forward(const at::Tensor& indices) { return at::embedding(weight, indices); }
+at::Tensor EmbeddingImpl::forward(const at::Tensor& indices) { return at::embedding(param(weight), indices); }
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps_, const at::TensorOptions& options) : eps(eps_) {
   weight = register_parameter("weight", at::empty({dim}, options));
@@ -32,7 +41,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps_, const at::TensorOptions& opti
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
   at::Tensor variance = x.pow(2).mean({-1}, /*keepdim=*/true);
-  return x * at::rsqrt(variance + eps) * weight;
+  return x * at::rsqrt(variance + eps) * param(weight);
 }
 
 SwiGLUFeedForwardImpl::SwiGLUFeedForwardImpl(int64_t dim, int64_t hidden, const at::TensorOptions& options) {
@@ -42,11 +51,12 @@ SwiGLUFeedForwardImpl::SwiGLUFeedForwardImpl(int64_t dim, int64_t hidden, const 
   w3 = register_module("w3", std::make_shared<LinearImpl>(dim, hidden, options));
 }
 
-at::Tensor SwiGLUFeedForwardImpl::forward(const std::string& fqn, const at::Tensor& x) {
+at::Tensor SwiGLUFeedForwardImpl::forward(const std::string& fqn, const at::Tensor& input) {
+  at::Tensor x = tp.enter(input);
   at::Tensor gate = call_module(fqn + ".w1", x, [this](const at::Tensor& in) { return w1->forward(in); });
   at::Tensor up = call_module(fqn + ".w3", x, [this](const at::Tensor& in) { return w3->forward(in); });
   at::Tensor h = at::silu(gate) * up;
-  return call_module(fqn + ".w2", h, [this](const at::Tensor& in) { return w2->forward(in); });
+  return tp.leave(call_module(fqn + ".w2", h, [this](const at::Tensor& in) { return w2->forward(in); }));
 }
 
 at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
@@ -69,25 +79,26 @@ std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t head_dim, double theta, 
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t dim, int64_t n_heads_, const at::TensorOptions& options)
-    : n_heads(n_heads_), head_dim(dim / n_heads_) {
+    : n_heads(n_heads_), head_dim(dim / n_heads_), n_local_heads(n_heads_) {
   wqkv = register_module("wqkv", std::make_shared<LinearImpl>(dim, 3 * dim, options));
   wo = register_module("wo", std::make_shared<LinearImpl>(dim, dim, options));
 }
 
 at::Tensor CausalSelfAttentionImpl::forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos,
                                             const at::Tensor& sin) {
-  int64_t b = x.size(0), s = x.size(1), dim = x.size(2);
-  at::Tensor qkv = call_module(fqn + ".wqkv", x, [this](const at::Tensor& in) { return wqkv->forward(in); });
+  // Under TP this rank's wqkv rows are the q, k and v rows of its n_local_heads heads.
+  int64_t b = x.size(0), s = x.size(1), dim = n_local_heads * head_dim;
+  at::Tensor qkv = call_module(fqn + ".wqkv", tp.enter(x), [this](const at::Tensor& in) { return wqkv->forward(in); });
   std::vector<at::Tensor> parts = qkv.split(dim, -1);
-  at::Tensor q = apply_rotary(parts[0].view({b, s, n_heads, head_dim}), cos, sin).transpose(1, 2);
-  at::Tensor k = apply_rotary(parts[1].view({b, s, n_heads, head_dim}), cos, sin).transpose(1, 2);
-  at::Tensor v = parts[2].view({b, s, n_heads, head_dim}).transpose(1, 2);
+  at::Tensor q = apply_rotary(parts[0].view({b, s, n_local_heads, head_dim}), cos, sin).transpose(1, 2);
+  at::Tensor k = apply_rotary(parts[1].view({b, s, n_local_heads, head_dim}), cos, sin).transpose(1, 2);
+  at::Tensor v = parts[2].view({b, s, n_local_heads, head_dim}).transpose(1, 2);
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
   at::Tensor future = at::ones({s, s}, at::TensorOptions().dtype(at::kBool).device(x.device())).triu(1);
   scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
   at::Tensor probs = at::softmax(scores, -1);
   at::Tensor out = at::matmul(probs, v).transpose(1, 2).reshape({b, s, dim});
-  return call_module(fqn + ".wo", out, [this](const at::Tensor& in) { return wo->forward(in); });
+  return tp.leave(call_module(fqn + ".wo", out, [this](const at::Tensor& in) { return wo->forward(in); }));
 }
 
 void init_parameters(torch::nn::Module& module, uint64_t seed, double std) {

@@ -16,8 +16,40 @@
 
 namespace passcheck::models {
 
+/// How a module reads a parameter it stores: the identity on one rank; under a parallel
+/// plan (parallelize.h) e.g. the unshard of an FSDP shard (all_gather + wait, whose
+/// backward reduce-scatters the gradient).
+class ParameterAccess {
+ public:
+  virtual ~ParameterAccess() = default;
+  /// The tensor the computation uses in place of the stored parameter `stored`.
+  virtual at::Tensor use(const at::Tensor& stored) const = 0;
+};
+
+/// Base of the modules that read parameters: `param(p)` goes through the installed
+/// access (none: p itself).
+class ParameterUser {
+ public:
+  virtual ~ParameterUser() = default;
+  std::shared_ptr<const ParameterAccess> access;
+  at::Tensor param(const at::Tensor& stored) const { return access ? access->use(stored) : stored; }
+};
+
+/// Tensor parallelism of a projection pair (column-parallel in, row-parallel out): empty
+/// group means none. `copy_input` false is a deliberately wrong test-only variant.
+struct TensorParallelism {
+  std::string group;
+  int64_t size = 1;
+  bool copy_input = true;
+  bool enabled() const { return !group.empty(); }
+  /// Megatron's f before the column-parallel projections (identity without TP).
+  at::Tensor enter(const at::Tensor& x) const;
+  /// all_reduce("sum") + wait of a row-parallel projection's partial output.
+  at::Tensor leave(const at::Tensor& partial) const;
+};
+
 /// y = x W^T, weight [out, in].
-class LinearImpl : public torch::nn::Module {
+class LinearImpl : public torch::nn::Module, public ParameterUser {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x);
@@ -25,7 +57,7 @@ class LinearImpl : public torch::nn::Module {
 };
 
 /// Row lookup into weight [num, dim].
-class EmbeddingImpl : public torch::nn::Module {
+class EmbeddingImpl : public torch::nn::Module, public ParameterUser {
  public:
   EmbeddingImpl(int64_t num, int64_t dim, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& indices);
@@ -33,7 +65,7 @@ class EmbeddingImpl : public torch::nn::Module {
 };
 
 /// x * rsqrt(mean(x^2, -1) + eps) * weight (RMSNorm from primitives).
-class RMSNormImpl : public torch::nn::Module {
+class RMSNormImpl : public torch::nn::Module, public ParameterUser {
  public:
   RMSNormImpl(int64_t dim, double eps, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x);
@@ -48,6 +80,8 @@ class SwiGLUFeedForwardImpl : public torch::nn::Module {
   SwiGLUFeedForwardImpl(int64_t dim, int64_t hidden, const at::TensorOptions& options);
   at::Tensor forward(const std::string& fqn, const at::Tensor& x);
   std::shared_ptr<LinearImpl> w1, w2, w3;
+  /// w1, w3 column-parallel, w2 row-parallel when enabled.
+  TensorParallelism tp;
 };
 
 /// Real-valued form of torchtitan's complex rotary embedding: rotates each interleaved
@@ -68,7 +102,11 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   /// x: [B, S, dim]; cos, sin: [S, head_dim / 2].
   at::Tensor forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
   int64_t n_heads, head_dim;
+  /// Heads this rank computes: n_heads / tp.size (wqkv holds their q, k and v rows).
+  int64_t n_local_heads;
   std::shared_ptr<LinearImpl> wqkv, wo;
+  /// wqkv column-parallel by head group, wo row-parallel when enabled.
+  TensorParallelism tp;
 };
 
 /// Deterministic initialisation of every parameter of `module` from `seed`:

@@ -6,6 +6,7 @@
 
 #include "framework/trace/module_scope.h"
 #include "oracles/models/layers.h"
+#include "oracles/models/parallelize.h"
 
 #include <ATen/ATen.h>
 #include <torch/torch.h>
@@ -78,13 +79,24 @@ class Llama3Subject : public TrainingSubject {
   Llama3Subject(SubjectOptions o, Llama3Config c) : TrainingSubject(std::move(o)), config_(c) {
     if (options_.batch_size) config_.batch_size = options_.batch_size;
     if (options_.seq_len) config_.seq_len = options_.seq_len;
+    if (options_.n_layers) config_.n_layers = options_.n_layers;
+    plan_ = resolve_plan("llama3", options_.parallel, {"fsdp", "tp"});
     model_ = std::make_shared<Llama3Module>(config_, at::TensorOptions().device(options_.device));
     init_parameters(*model_, options_.seed);
+    if (plan_) parallelize(*model_, *plan_);
   }
   std::string name() const override { return "llama3"; }
   std::shared_ptr<torch::nn::Module> module() const override { return model_; }
   std::vector<c10::IValue> batch(int64_t step) const override {
-    return token_batch(options_.seed, step, config_.batch_size, config_.seq_len, config_.vocab_size, options_.device);
+    if (!plan_)
+      return token_batch(options_.seed, step, config_.batch_size, config_.seq_len, config_.vocab_size, options_.device);
+    // batch_size is per rank: this rank's slice of the global batch.
+    return batch_slice(token_batch(options_.seed, step, config_.batch_size * plan_->batch_slices(), config_.seq_len,
+                                   config_.vocab_size, options_.device),
+                       *plan_);
+  }
+  std::map<std::string, std::vector<std::string>> placements() const override {
+    return plan_ ? placements_of(*model_, *plan_) : std::map<std::string, std::vector<std::string>>{};
   }
   c10::IValue train_step(const std::vector<c10::IValue>& args) override {
     return language_model_step(*model_, [this](const at::Tensor& tokens) { return model_->forward(tokens); }, args);
@@ -92,6 +104,7 @@ class Llama3Subject : public TrainingSubject {
 
  private:
   Llama3Config config_;
+  std::optional<ParallelPlan> plan_;
   std::shared_ptr<Llama3Module> model_;
 };
 

@@ -26,6 +26,10 @@ struct ParallelOptions {
   std::string plan;
   /// The mesh spec, e.g. "dp=2,tp=2" (framework/dist/mesh.h).
   std::string mesh;
+  /// Test-only deliberately wrong variants, to show the checks fail: "fsdp-sum-gradient"
+  /// (the unshard's backward reduce-scatters with "sum" instead of "avg"),
+  /// "tp-no-copy-to-group" (column-parallel inputs skip Megatron's f). Empty: correct.
+  std::string fault;
   bool enabled() const { return !plan.empty(); }
 };
 
@@ -35,6 +39,16 @@ struct SubjectOptions {
   /// Batch size and sequence length overrides (0 keeps the model's default).
   int64_t batch_size = 0;
   int64_t seq_len = 0;
+  /// Number of transformer blocks of the language models (0 keeps the default): small
+  /// models for the distributed suites.
+  int64_t n_layers = 0;
+  /// deepseek_v3 routed experts at a fixed per-expert capacity (deepseek_v3.h); 0 keeps
+  /// the dense dispatch. Expert parallelism needs it.
+  double moe_capacity_factor = 0;
+  /// deepseek_v3 capacity groups: the token batch split in this many equal groups of rows,
+  /// each with its own capacity (an EP rank is one group; single-rank runs compared with
+  /// an ep-way run use ep groups). 0 keeps 1.
+  int64_t moe_capacity_groups = 0;
   ParallelOptions parallel;
 };
 

@@ -1,0 +1,148 @@
+// Per-rank oracles of parallelized subjects (distributed_driver.h).
+#include "oracles/distributed_driver.h"
+
+#include "framework/dist/collectives.h"
+#include "oracles/models/parallelize.h"
+
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace passcheck::oracles {
+
+std::string CollectiveCounts::str() const {
+  return "all_gather " + std::to_string(all_gather) + ", reduce_scatter " + std::to_string(reduce_scatter) +
+         ", all_reduce " + std::to_string(all_reduce) + ", all_to_all " + std::to_string(all_to_all) +
+         ", wait_tensor " + std::to_string(wait);
+}
+
+bool CollectiveCounts::operator==(const CollectiveCounts& o) const {
+  return all_gather == o.all_gather && reduce_scatter == o.reduce_scatter && all_reduce == o.all_reduce &&
+         all_to_all == o.all_to_all && wait == o.wait;
+}
+
+CollectiveCounts count_collectives(const ir::Graph& graph) {
+  CollectiveCounts c;
+  for (const ir::Node* n : graph.nodes()) {
+    const std::string& op = n->op();
+    if (op == "passcheck::all_gather_into_tensor") ++c.all_gather;
+    else if (op == "passcheck::reduce_scatter_tensor") ++c.reduce_scatter;
+    else if (op == "passcheck::all_reduce") ++c.all_reduce;
+    else if (op == "passcheck::all_to_all_single") ++c.all_to_all;
+    else if (op == "passcheck::wait_tensor") ++c.wait;
+  }
+  return c;
+}
+
+namespace {
+
+models::ParallelPlan plan_of(const models::SubjectOptions& subject, const std::string& model) {
+  std::optional<models::ParallelPlan> plan = models::resolve_plan(model, subject.parallel, {"fsdp", "tp", "ep"});
+  if (!plan) throw std::invalid_argument("the distributed driver needs a parallel plan (SubjectOptions::parallel)");
+  return *plan;
+}
+
+void barrier(const models::ParallelPlan& plan) {
+  torch::NoGradGuard no_grad;
+  dist::wait_tensor(dist::all_reduce(at::zeros({1}), "sum", plan.world_group()));
+}
+
+// Eager training of `subject` for `steps` steps, as the driver's eager path does it.
+void train_eagerly(models::TrainingSubject& subject, const DriverOptions& options) {
+  auto optimizer = make_optimizer(options.optimizer, subject.module()->parameters(true), options.learning_rate);
+  for (int step = 1; step <= options.steps; ++step) {
+    at::manual_seed(options.rng_seed + static_cast<uint64_t>(step));
+    std::vector<at::Tensor> out = eager_step(subject, subject.batch(step));
+    std::vector<at::Tensor> params = subject.module()->parameters(true);
+    for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = out.at(i + 1).detach();
+    subject.before_optimizer_step();
+    optimizer->step();
+    for (auto& p : params) p.mutable_grad() = at::Tensor();
+  }
+}
+
+}  // namespace
+
+RankDriverReport run_rank_traced_vs_eager(DriverOptions options) {
+  const dist::RankContext& rank = dist::current_rank();
+  models::ParallelPlan plan = plan_of(options.subject, options.model);
+  options.trace_on_meta = true;
+  RankDriverReport report;
+  report.rank = rank.rank;
+  auto transform = options.transform;
+  options.transform = [&](trace::TracedProgram& program) {
+    if (transform) transform(program);
+    report.collectives = count_collectives(program.graph());
+    for (const ir::Node* n : program.graph().nodes())
+      if (n->op().rfind("passcheck::", 0) == 0 && n->meta().module_fqn.empty()) ++report.collectives_without_module;
+    barrier(plan);
+  };
+  report.driver = run_traced_vs_eager(options);
+  return report;
+}
+
+bool ShardedComparison::ok() const {
+  if (parameters.empty()) return false;
+  for (const auto& p : parameters)
+    if (!p.same_shape || !(p.relative <= tolerance)) return false;
+  return true;
+}
+
+std::string ShardedComparison::format() const {
+  std::string out;
+  char line[256];
+  for (const auto& p : parameters) {
+    std::snprintf(line, sizeof line, "  %-40s %s max ULP %12llu  relative %.3g\n", p.fqn.c_str(),
+                  p.same_shape ? "" : "SHAPE DIFFERS", static_cast<unsigned long long>(p.max_ulp), p.relative);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "sharded vs single rank: max ULP %llu, max relative %.3g, tolerance %.3g: %s\n",
+                static_cast<unsigned long long>(max_ulp), max_relative, tolerance,
+                ok() ? "WITHIN TOLERANCE" : "OUT OF TOLERANCE");
+  return out + line;
+}
+
+ShardedComparison compare_sharded_with_single_rank(const DriverOptions& options, double tolerance) {
+  const dist::RankContext& rank = dist::current_rank();
+  models::ParallelPlan plan = plan_of(options.subject, options.model);
+  ShardedComparison result;
+  result.tolerance = tolerance;
+
+  auto sharded = models::make_subject(options.model, options.subject);
+  train_eagerly(*sharded, options);
+  std::vector<std::pair<std::string, at::Tensor>> full;
+  for (const auto& item : sharded->module()->named_parameters(true))
+    full.emplace_back(item.key(), models::gather_full_parameter(item.key(), item.value(), plan));
+  if (rank.rank != 0) return result;
+
+  models::SubjectOptions single = options.subject;
+  single.parallel = models::ParallelOptions{};
+  int64_t per_rank = options.subject.batch_size;
+  if (per_rank == 0) throw std::invalid_argument("compare_sharded_with_single_rank needs SubjectOptions::batch_size");
+  single.batch_size = per_rank * plan.batch_slices();
+  if (plan.ep) single.moe_capacity_groups = plan.ep_size;
+  // The single-rank model must not see the rank's collectives: it runs on rank 0 alone.
+  auto reference = models::make_subject(options.model, single);
+  train_eagerly(*reference, options);
+  size_t i = 0;
+  for (const auto& item : reference->module()->named_parameters(true)) {
+    ShardedComparison::Parameter p;
+    p.fqn = item.key();
+    const at::Tensor& got = full.at(i++).second;
+    p.same_shape = got.sizes() == item.value().sizes();
+    if (p.same_shape) {
+      p.max_ulp = check::compare_bitwise(p.fqn, item.value(), got).max_ulp;
+      at::Tensor expected = item.value().detach().to(at::kDouble);
+      double scale = expected.abs().max().item<double>();
+      double diff = (got.to(at::kDouble) - expected).abs().max().item<double>();
+      p.relative = scale > 0 ? diff / scale : diff;
+    }
+    result.max_ulp = std::max(result.max_ulp, p.max_ulp);
+    result.max_relative = std::max(result.max_relative, p.relative);
+    result.parameters.push_back(p);
+  }
+  return result;
+}
+
+}  // namespace passcheck::oracles

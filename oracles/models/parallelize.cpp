@@ -1,0 +1,294 @@
+// Parallelized debug models (parallelize.h): plan resolution, parameter sharding, the
+// autograd Functions through which sharded and replicated parameters are used, batch
+// slicing, placements and the gather back to full parameters.
+#include "oracles/models/parallelize.h"
+
+#include "framework/dist/collectives.h"
+#include "framework/dist/mesh.h"
+#include "oracles/models/layers.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace passcheck::models {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// SimpleFSDP's unshard: forward all_gather + wait, backward reduce_scatter + wait of the
+// gradient ("avg": the dp ranks' batch slices average to the global mean gradient).
+class UnshardFunction : public torch::autograd::Function<UnshardFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& shard, int64_t group_size,
+                            const std::string& group, const std::string& reduce_op) {
+    ctx->saved_data["n"] = group_size;
+    ctx->saved_data["g"] = group;
+    ctx->saved_data["op"] = reduce_op;
+    return dist::wait_tensor(dist::all_gather_into_tensor(shard, group_size, group));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    at::Tensor g = dist::wait_tensor(dist::reduce_scatter_tensor(
+        grads[0].contiguous(), ctx->saved_data["op"].toStringRef(), ctx->saved_data["n"].toInt(),
+        ctx->saved_data["g"].toStringRef()));
+    return {g, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// A parameter replicated over a group whose ranks train different batch slices: the
+// forward uses it as is, the backward averages the gradient over the group.
+class AverageGradientFunction : public torch::autograd::Function<AverageGradientFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& param, const std::string& group) {
+    ctx->saved_data["g"] = group;
+    return param;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {dist::wait_tensor(dist::all_reduce(grads[0].contiguous(), "avg", ctx->saved_data["g"].toStringRef())),
+            at::Tensor()};
+  }
+};
+
+// Identity forward, gradient times `scale` (expert weights under EP: 1/ep, a power of two
+// for the usual sizes, so exact).
+class ScaleGradientFunction : public torch::autograd::Function<ScaleGradientFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& param, double scale) {
+    ctx->saved_data["s"] = scale;
+    return param;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {grads[0] * ctx->saved_data["s"].toDouble(), at::Tensor()};
+  }
+};
+
+class PlanAccess : public ParameterAccess {
+ public:
+  enum class Kind { Unshard, AverageGradient, ScaleGradient };
+  struct Rule {
+    Kind kind;
+    std::string group;
+    int64_t size = 1;
+    std::string reduce_op;
+    double scale = 1;
+  };
+  void add(const at::Tensor& param, Rule rule) { rules_[param.unsafeGetTensorImpl()] = std::move(rule); }
+  at::Tensor use(const at::Tensor& stored) const override {
+    auto it = rules_.find(stored.unsafeGetTensorImpl());
+    if (it == rules_.end()) return stored;
+    const Rule& r = it->second;
+    switch (r.kind) {
+      case Kind::Unshard: return UnshardFunction::apply(stored, r.size, r.group, r.reduce_op);
+      case Kind::AverageGradient: return AverageGradientFunction::apply(stored, r.group);
+      case Kind::ScaleGradient: return ScaleGradientFunction::apply(stored, r.scale);
+    }
+    return stored;
+  }
+
+ private:
+  std::unordered_map<const c10::TensorImpl*, Rule> rules_;
+};
+
+void check_divides(const std::string& fqn, const at::Tensor& t, int64_t dim, int64_t parts, const std::string& why) {
+  if (t.dim() <= dim || t.size(dim) % parts != 0)
+    throw std::invalid_argument("parameter '" + fqn + "' of sizes " + c10::str(t.sizes()) + " cannot be split in " +
+                                std::to_string(parts) + " along dim " + std::to_string(dim) + " for " + why);
+}
+
+at::Tensor local_shard(const std::string& fqn, const at::Tensor& full, const ParameterSharding& s,
+                       const ParallelPlan& plan) {
+  at::Tensor t = full;
+  if (s.tp_dim >= 0) {
+    check_divides(fqn, t, s.tp_dim, s.tp_blocks * plan.tp_size, "tp=" + std::to_string(plan.tp_size));
+    std::vector<at::Tensor> parts;
+    for (const at::Tensor& block : t.chunk(s.tp_blocks, s.tp_dim)) {
+      int64_t len = block.size(s.tp_dim) / plan.tp_size;
+      parts.push_back(block.narrow(s.tp_dim, plan.tp_index * len, len));
+    }
+    t = at::cat(parts, s.tp_dim);
+  }
+  if (s.expert) {
+    check_divides(fqn, t, 0, plan.ep_size, "ep=" + std::to_string(plan.ep_size));
+    int64_t len = t.size(0) / plan.ep_size;
+    t = t.narrow(0, plan.ep_index * len, len);
+  }
+  if (plan.fsdp) {
+    check_divides(fqn, t, 0, plan.dp_size, "fsdp over dp=" + std::to_string(plan.dp_size));
+    int64_t len = t.size(0) / plan.dp_size;
+    t = t.narrow(0, plan.dp_index * len, len);
+  }
+  return t.contiguous().clone();
+}
+
+}  // namespace
+
+std::string ParallelPlan::world_group() const {
+  std::string out;
+  for (const auto& d : mesh_dims) out += (out.empty() ? "" : "_") + d;
+  return out;
+}
+
+std::optional<ParallelPlan> resolve_plan(const std::string& model, const ParallelOptions& options,
+                                         const std::vector<std::string>& supported) {
+  if (!options.enabled()) return std::nullopt;
+  const dist::RankContext* rank = dist::current_rank_or_null();
+  if (!rank || !rank->mesh)
+    throw std::invalid_argument("parallel plan '" + options.plan + "' of model " + model +
+                                " needs a rank of a device mesh, but none is installed on this thread (run it under "
+                                "a mesh backend)");
+  dist::DeviceMesh mesh = options.mesh.empty() ? *rank->mesh : dist::DeviceMesh::parse(options.mesh);
+  if (mesh != *rank->mesh)
+    throw std::invalid_argument("parallel plan '" + options.plan + "' names mesh '" + mesh.str() +
+                                "' but the rank runs on mesh '" + rank->mesh->str() + "'");
+  ParallelPlan plan;
+  plan.mesh = mesh.str();
+  for (const auto& [name, size] : mesh.dims()) plan.mesh_dims.push_back(name);
+  plan.fault = options.fault;
+  if (!plan.fault.empty() && plan.fault != "fsdp-sum-gradient" && plan.fault != "tp-no-copy-to-group")
+    throw std::invalid_argument("unknown parallel fault '" + plan.fault +
+                                "' (known: fsdp-sum-gradient, tp-no-copy-to-group)");
+  std::vector<std::string> needed_dims;
+  std::stringstream words(options.plan);
+  std::string word;
+  while (std::getline(words, word, ',')) {
+    word.erase(std::remove(word.begin(), word.end(), ' '), word.end());
+    if (word != "fsdp" && word != "tp" && word != "ep")
+      throw std::invalid_argument("unknown parallelism '" + word + "' in plan '" + options.plan +
+                                  "' (known: fsdp, tp, ep)");
+    if (std::find(supported.begin(), supported.end(), word) == supported.end())
+      throw std::invalid_argument("model " + model + " does not support parallelism '" + word + "' (it supports: " +
+                                  join(supported) + ")");
+    bool& flag = word == "fsdp" ? plan.fsdp : word == "tp" ? plan.tp : plan.ep;
+    if (flag) throw std::invalid_argument("parallelism '" + word + "' repeated in plan '" + options.plan + "'");
+    flag = true;
+    std::string dim = word == "fsdp" ? "dp" : word;
+    if (!mesh.has_dim(dim))
+      throw std::invalid_argument("plan '" + options.plan + "' needs mesh dim '" + dim + "' for " + word +
+                                  ", but mesh '" + mesh.str() + "' has none");
+    needed_dims.push_back(dim);
+  }
+  if (plan.ep && plan.fsdp)
+    throw std::invalid_argument("plan '" + options.plan + "': ep combined with fsdp is not implemented");
+  for (const auto& [name, size] : mesh.dims())
+    if (std::find(needed_dims.begin(), needed_dims.end(), name) == needed_dims.end())
+      throw std::invalid_argument("mesh dim '" + name + "' of mesh '" + mesh.str() + "' is not used by plan '" +
+                                  options.plan + "'");
+  if (plan.fsdp) plan.dp_size = mesh.size("dp"), plan.dp_index = mesh.coordinate(rank->rank, "dp");
+  if (plan.tp) plan.tp_size = mesh.size("tp"), plan.tp_index = mesh.coordinate(rank->rank, "tp");
+  if (plan.ep) plan.ep_size = mesh.size("ep"), plan.ep_index = mesh.coordinate(rank->rank, "ep");
+  return plan;
+}
+
+ParameterSharding sharding_of(const std::string& fqn, const ParallelPlan& plan) {
+  ParameterSharding s;
+  if (plan.tp) {
+    if (ends_with(fqn, "attention.wqkv.weight")) s.tp_dim = 0, s.tp_blocks = 3;
+    else if (ends_with(fqn, "feed_forward.w1.weight") || ends_with(fqn, "feed_forward.w3.weight")) s.tp_dim = 0;
+    else if (ends_with(fqn, "attention.wo.weight") || ends_with(fqn, "feed_forward.w2.weight")) s.tp_dim = 1;
+  }
+  if (plan.ep && fqn.find(".moe.experts.") != std::string::npos) s.expert = true;
+  return s;
+}
+
+void parallelize(torch::nn::Module& root, const ParallelPlan& plan) {
+  auto access = std::make_shared<PlanAccess>();
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& item : root.named_parameters(/*recurse=*/true)) {
+      at::Tensor& p = item.value();
+      ParameterSharding s = sharding_of(item.key(), plan);
+      p.set_data(local_shard(item.key(), p, s, plan));
+      if (plan.fsdp)
+        access->add(p, {PlanAccess::Kind::Unshard, "dp", plan.dp_size,
+                        plan.fault == "fsdp-sum-gradient" ? "sum" : "avg"});
+      else if (plan.ep && s.expert)
+        access->add(p, {PlanAccess::Kind::ScaleGradient, "ep", plan.ep_size, "", 1.0 / plan.ep_size});
+      else if (plan.ep)
+        access->add(p, {PlanAccess::Kind::AverageGradient, "ep", plan.ep_size, "", 1.0});
+    }
+  }
+  TensorParallelism tp;
+  if (plan.tp) tp = TensorParallelism{"tp", plan.tp_size, plan.fault != "tp-no-copy-to-group"};
+  for (const auto& m : root.modules(/*include_self=*/true)) {
+    if (auto* user = dynamic_cast<ParameterUser*>(m.get())) user->access = access;
+    if (auto* attention = dynamic_cast<CausalSelfAttentionImpl*>(m.get())) {
+      if (attention->n_heads % plan.tp_size != 0)
+        throw std::invalid_argument(std::to_string(attention->n_heads) + " attention heads cannot be split over tp=" +
+                                    std::to_string(plan.tp_size));
+      attention->n_local_heads = attention->n_heads / plan.tp_size;
+      attention->tp = tp;
+    }
+    if (auto* ffn = dynamic_cast<SwiGLUFeedForwardImpl*>(m.get())) ffn->tp = tp;
+  }
+}
+
+std::vector<c10::IValue> batch_slice(const std::vector<c10::IValue>& global, const ParallelPlan& plan) {
+  std::vector<c10::IValue> out;
+  for (const c10::IValue& v : global) {
+    if (!v.isTensor()) {
+      out.push_back(v);
+      continue;
+    }
+    const at::Tensor& t = v.toTensor();
+    int64_t rows = t.size(0) / plan.batch_slices();
+    out.push_back(t.narrow(0, plan.batch_slice_index() * rows, rows).contiguous());
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<std::string>> placements_of(torch::nn::Module& root, const ParallelPlan& plan) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& item : root.named_parameters(true)) {
+    ParameterSharding s = sharding_of(item.key(), plan);
+    std::vector<std::string> per_dim;
+    for (const std::string& dim : plan.mesh_dims) {
+      if (dim == "dp") per_dim.push_back(plan.fsdp ? "S(0)" : "R");
+      else if (dim == "tp") per_dim.push_back(s.tp_dim >= 0 ? "S(" + std::to_string(s.tp_dim) + ")" : "R");
+      else if (dim == "ep") per_dim.push_back(s.expert ? "S(0)" : "R");
+      else per_dim.push_back("R");
+    }
+    out[item.key()] = per_dim;
+  }
+  for (const auto& item : root.named_buffers(true))
+    out[item.key()] = std::vector<std::string>(plan.mesh_dims.size(), "R");
+  return out;
+}
+
+at::Tensor gather_full_parameter(const std::string& fqn, const at::Tensor& local, const ParallelPlan& plan) {
+  torch::NoGradGuard no_grad;
+  ParameterSharding s = sharding_of(fqn, plan);
+  at::Tensor t = local.detach().contiguous();
+  if (plan.fsdp) t = dist::wait_tensor(dist::all_gather_into_tensor(t, plan.dp_size, "dp"));
+  if (s.expert) t = dist::wait_tensor(dist::all_gather_into_tensor(t, plan.ep_size, "ep"));
+  if (s.tp_dim >= 0) {
+    // Gathered blocks come rank by rank; each rank holds its part of every block.
+    at::Tensor moved = t.movedim(s.tp_dim, 0).contiguous();
+    std::vector<int64_t> sizes = moved.sizes().vec();
+    at::Tensor g = dist::wait_tensor(dist::all_gather_into_tensor(moved, plan.tp_size, "tp"));
+    std::vector<int64_t> split{plan.tp_size, s.tp_blocks, sizes[0] / s.tp_blocks};
+    split.insert(split.end(), sizes.begin() + 1, sizes.end());
+    std::vector<int64_t> full = sizes;
+    full[0] = sizes[0] * plan.tp_size;
+    t = g.view(split).transpose(0, 1).reshape(full).movedim(0, s.tp_dim).contiguous();
+  }
+  return t;
+}
+
+}  // namespace passcheck::models
