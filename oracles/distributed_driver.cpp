@@ -119,7 +119,8 @@ ShardedComparison compare_sharded_with_single_rank(const DriverOptions& options,
   models::SubjectOptions single = options.subject;
   single.parallel = models::ParallelOptions{};
   int64_t per_rank = options.subject.batch_size;
-  if (per_rank == 0) throw std::invalid_argument("compare_sharded_with_single_rank needs SubjectOptions::batch_size");
+  // The model's default per-rank batch: the rows of the sharded subject's own batch.
+  if (per_rank == 0) per_rank = sharded->batch(0).at(0).toTensor().size(0);
   single.batch_size = per_rank * plan.batch_slices();
   if (plan.ep) single.moe_capacity_groups = plan.ep_size;
   // The single-rank model must not see the rank's collectives: it runs on rank 0 alone.

@@ -1,4 +1,4 @@
-// Placements of a traced per-rank graph and its collective census (placements.h).
+// Placements of a traced per-rank graph (placements.h).
 #include "oracles/placements.h"
 
 #include <stdexcept>
@@ -44,20 +44,6 @@ void record_placements(ir::Graph& graph, const dist::DeviceMesh& mesh, int64_t r
         grad->set_placements(p);
     }
   }
-}
-
-std::map<std::string, int64_t> count_collectives(const ir::Graph& graph) {
-  std::map<std::string, int64_t> counts;
-  for (const char* op : {"all_gather_into_tensor", "reduce_scatter_tensor", "all_reduce", "all_to_all_single",
-                         "wait_tensor"})
-    counts[op] = 0;
-  for (const ir::Node* n : graph.nodes()) {
-    const std::string& op = n->op();
-    if (op.rfind("passcheck::", 0) != 0) continue;
-    auto it = counts.find(op.substr(11));
-    if (it != counts.end()) ++it->second;
-  }
-  return counts;
 }
 
 }  // namespace passcheck::oracles

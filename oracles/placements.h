@@ -21,8 +21,4 @@ void record_placements(ir::Graph& graph, const dist::DeviceMesh& mesh, int64_t r
                        const std::vector<std::string>& state_fqns, size_t num_parameters,
                        const std::map<std::string, std::vector<std::string>>& placements);
 
-/// Number of nodes of each collective operator ("all_gather_into_tensor" -> 6, ...),
-/// every passcheck:: collective listed (0 when absent).
-std::map<std::string, int64_t> count_collectives(const ir::Graph& graph);
-
 }  // namespace passcheck::oracles

@@ -104,6 +104,11 @@ struct CheckArgs {
   std::string mesh;
   std::string backend = "sim";
   int64_t timeout_ms = 60000;
+  /// Transformer blocks of the language models (0: the model's default).
+  int64_t n_layers = 0;
+  /// Also train the sharded model against the single-rank model on the global batch
+  /// (within oracles::kShardedTolerance, relative).
+  bool compare_single_rank = false;
 };
 int run_check(const CheckArgs& args);
 /// The distributed form of `check` (run_check calls it when --parallel or --mesh is given).

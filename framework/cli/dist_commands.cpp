@@ -14,6 +14,7 @@
 #include "framework/dist/sim.h"
 #include "framework/io/files.h"
 #include "framework/ir/graph.h"
+#include "oracles/distributed_driver.h"
 #include "oracles/models/subject.h"
 #include "oracles/placements.h"
 #include "oracles/training_driver.h"
@@ -29,6 +30,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <memory>
 #include <sstream>
 
@@ -42,9 +44,13 @@ struct RankCheck {
   bool ran = false;
   oracles::DriverReport report;
   size_t traced_nodes = 0;
-  std::map<std::string, int64_t> collectives;
+  oracles::CollectiveCounts collectives;
   std::string error;
-  bool equal() const { return ran && error.empty() && report.equal(); }
+  /// Rank 0's sharded-vs-single-rank comparison, when asked for.
+  std::optional<oracles::ShardedComparison> single_rank;
+  bool equal() const {
+    return ran && error.empty() && report.equal() && (!single_rank || single_rank->parameters.empty() || single_rank->ok());
+  }
 };
 
 models::SubjectOptions subject_options(const CheckArgs& args) {
@@ -52,6 +58,7 @@ models::SubjectOptions subject_options(const CheckArgs& args) {
   options.seed = args.seed;
   options.batch_size = args.batch_size;
   options.seq_len = args.seq_len;
+  options.n_layers = args.n_layers;
   options.parallel.plan = args.parallel;
   options.parallel.mesh = args.mesh;
   return options;
@@ -73,9 +80,6 @@ RankCheck check_rank(const CheckArgs& args, const dist::DeviceMesh& mesh, int64_
   options.steps = args.steps;
   options.optimizer = oracles::parse_optimizer(args.optimizer);
   options.learning_rate = args.learning_rate;
-  // Ranks trace on meta: tracing for real would run collectives while the other ranks
-  // wait for this one's trace (one trace at a time per process).
-  options.trace_on_meta = true;
   options.subject = subject_options(args);
   std::optional<check::Pipeline> pipeline;
   if (!args.pipeline.empty()) pipeline = check::Pipeline::parse(args.pipeline);
@@ -94,9 +98,15 @@ RankCheck check_rank(const CheckArgs& args, const dist::DeviceMesh& mesh, int64_
       pipeline->run(graph);
       dump("after-pipeline", graph);
     }
-    result.collectives = oracles::count_collectives(graph);
   };
-  result.report = oracles::run_traced_vs_eager(options);
+  oracles::RankDriverReport rank_report = oracles::run_rank_traced_vs_eager(options);
+  result.report = std::move(rank_report.driver);
+  result.collectives = rank_report.collectives;
+  if (args.compare_single_rank) {
+    oracles::DriverOptions plain = options;
+    plain.transform = nullptr;
+    result.single_rank = oracles::compare_sharded_with_single_rank(plain);
+  }
   result.ran = true;
   return result;
 }
@@ -122,16 +132,13 @@ std::string table_row(const dist::DeviceMesh& mesh, const RankCheck& r) {
       ++compared;
       differ += !c.equal;
     }
-  auto count = [&](const char* op) {
-    auto it = r.collectives.find(op);
-    return it == r.collectives.end() ? 0LL : static_cast<long long>(it->second);
-  };
   const char* verdict = !r.error.empty() ? "FAILED" : (r.report.equal() ? "BITWISE EQUAL" : "MISMATCH");
   char line[512];
   std::snprintf(line, sizeof line, "%-5lld %-12s %6zu %10lld %14lld %10lld %10lld %5lld %9zu %6zu  %s\n",
                 static_cast<long long>(r.rank), coordinates_text(mesh, r.rank).c_str(), r.traced_nodes,
-                count("all_gather_into_tensor"), count("reduce_scatter_tensor"), count("all_reduce"),
-                count("all_to_all_single"), count("wait_tensor"), compared, differ, verdict);
+                static_cast<long long>(r.collectives.all_gather), static_cast<long long>(r.collectives.reduce_scatter),
+                static_cast<long long>(r.collectives.all_reduce), static_cast<long long>(r.collectives.all_to_all),
+                static_cast<long long>(r.collectives.wait), compared, differ, verdict);
   return line;
 }
 
@@ -169,6 +176,9 @@ int report_ranks(const CheckArgs& args, const dist::DeviceMesh& mesh, const std:
   for (const RankCheck& r : ranks) {
     if (!r.error.empty()) std::cout << "\nrank " << r.rank << " failed: " << r.error << "\n";
     else if (args.verbose || !r.report.equal()) std::cout << "\nrank " << r.rank << ":\n" << r.report.format();
+    if (r.single_rank && !r.single_rank->parameters.empty())
+      std::cout << "\nsharded training (rank " << r.rank << "'s gathered parameters) vs single-rank training on the "
+                << "global batch, " << args.steps << " steps:\n" << r.single_rank->format();
   }
   std::cout << "verdict: " << (all_equal ? "BITWISE EQUAL on every rank" : "MISMATCH or FAILURE on some rank") << "\n";
   return all_equal ? 0 : 1;
@@ -225,6 +235,9 @@ int run_as_gloo_rank(const CheckArgs& args, const dist::DeviceMesh& mesh) {
   std::cout << table_header() << table_row(mesh, result);
   if (!result.error.empty()) std::cout << "rank " << result.rank << " failed: " << result.error << "\n";
   else if (args.verbose || !result.report.equal()) std::cout << result.report.format();
+  if (result.single_rank && !result.single_rank->parameters.empty())
+    std::cout << "sharded training (gathered parameters) vs single-rank training on the global batch, " << args.steps
+              << " steps:\n" << result.single_rank->format();
   std::cout << std::flush;
   // The c10d groups are left to the process exit: after a failure their destructors
   // would wait for collectives that can no longer complete.

@@ -129,6 +129,10 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--backend", check.backend, "Mesh backend: sim (ranks as threads) or gloo (a process per rank)")
       ->check(CLI::IsMember({"sim", "gloo"}))
       ->capture_default_str();
+  check_cmd->add_option("--layers", check.n_layers, "Transformer blocks of llama3 / deepseek_v3 (0: the model's default)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}));
+  check_cmd->add_flag("--compare-single-rank", check.compare_single_rank,
+                      "With --parallel: also compare sharded training with single-rank training on the global batch");
   check_cmd->add_option("--timeout-ms", check.timeout_ms, "How long a collective waits for the other ranks")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
       ->capture_default_str();
