@@ -106,9 +106,12 @@ struct CheckArgs {
   int64_t timeout_ms = 60000;
   /// Transformer blocks of the language models (0: the model's default).
   int64_t n_layers = 0;
+  /// deepseek_v3's per-expert capacity factor (oracles/models/deepseek_v3.h); 0 keeps
+  /// dense dispatch, except under ep, which needs capacity dispatch and takes 1.
   /// Also train the sharded model against the single-rank model on the global batch
   /// (within oracles::kShardedTolerance, relative).
   bool compare_single_rank = false;
+  double moe_capacity_factor = 0;
 };
 int run_check(const CheckArgs& args);
 /// The distributed form of `check` (run_check calls it when --parallel or --mesh is given).

@@ -61,6 +61,9 @@ models::SubjectOptions subject_options(const CheckArgs& args) {
   options.n_layers = args.n_layers;
   options.parallel.plan = args.parallel;
   options.parallel.mesh = args.mesh;
+  options.moe_capacity_factor = args.moe_capacity_factor;
+  // Expert parallelism exchanges tokens at a fixed capacity: the default factor 1.
+  if (options.moe_capacity_factor == 0 && args.parallel.find("ep") != std::string::npos) options.moe_capacity_factor = 1;
   return options;
 }
 
@@ -302,6 +305,7 @@ models::SubjectOptions bench_subject_options(const BenchArgs& args, bool paralle
   models::SubjectOptions options;
   options.batch_size = args.batch_size;
   options.seq_len = args.seq_len;
+  if (args.parallel.find("ep") != std::string::npos) options.moe_capacity_factor = 1;
   if (parallel) {
     options.parallel.plan = args.parallel;
     options.parallel.mesh = args.mesh;

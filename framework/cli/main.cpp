@@ -131,6 +131,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   check_cmd->add_option("--layers", check.n_layers, "Transformer blocks of llama3 / deepseek_v3 (0: the model's default)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));
+  check_cmd->add_option("--capacity-factor", check.moe_capacity_factor,
+                        "deepseek_v3 per-expert capacity factor (0: dense dispatch; ep takes 1)")
+      ->check(CLI::Range(0.0, 64.0));
   check_cmd->add_flag("--compare-single-rank", check.compare_single_rank,
                       "With --parallel: also compare sharded training with single-rank training on the global batch");
   check_cmd->add_option("--timeout-ms", check.timeout_ms, "How long a collective waits for the other ranks")

@@ -1,6 +1,7 @@
 // Thread-local module and phase stacks, the interceptor slot, and gradients().
 #include "framework/trace/module_scope.h"
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <atomic>
@@ -92,9 +93,18 @@ ModuleInterceptorGuard::ModuleInterceptorGuard(ModuleInterceptor interceptor)
 ModuleInterceptorGuard::~ModuleInterceptorGuard() { tls_scope.interceptor = std::move(previous_); }
 
 std::vector<at::Tensor> gradients(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs) {
+  // Counted only on a thread being traced (the tracer's mode key is on): the count is
+  // process-wide because the autograd engine may run the backward on its own threads,
+  // and threads training eagerly at the same time (the ranks of a simulated mesh) must
+  // not make the tracer think its forward operators run inside a backward.
   struct Depth {
-    Depth() { ++g_gradient_depth; }
-    ~Depth() { --g_gradient_depth; }
+    bool counted = c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::TESTING_ONLY_GenericMode);
+    Depth() {
+      if (counted) ++g_gradient_depth;
+    }
+    ~Depth() {
+      if (counted) --g_gradient_depth;
+    }
   } depth;
   return torch::autograd::grad(outputs, inputs);
 }
