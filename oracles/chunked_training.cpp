@@ -84,6 +84,9 @@ ChunkedTrainingReport run_graph_chunked_vs_eager_chunked(const ChunkedTrainingOp
     start = comma + 1;
   }
   std::shared_ptr<ir::Graph> chunked = symbolic.graph;
+  // The driver's own trace only supplies the program the chunked graph replaces: on meta
+  // it computes nothing (and on a mesh it runs no collective while other ranks train).
+  driver.trace_on_meta = trace_options.trace_on_meta;
   driver.transform = [chunked](trace::TracedProgram& program) { program.replace_graph(chunked); };
   driver.executor.check_metadata = true;
   driver.on_step = [&](const DriverReport&, const StepReport& step) {

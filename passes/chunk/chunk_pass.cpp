@@ -76,6 +76,15 @@ bool is_additive_reduction(const ir::Node& n) {
   return op_in(n, ops);
 }
 
+// A collective that maps a partial sum to a partial sum: its wait, and an all_reduce
+// that sums or averages (all_reduce(a0) + all_reduce(a1) is all_reduce(a0 + a1) up to
+// rounding, which is what each half's own collective computes in eager chunking).
+bool is_linear_collective(const ir::Node& n) {
+  if (n.op() == "passcheck::wait_tensor") return true;
+  if (n.op() != "passcheck::all_reduce" || n.num_args() < 2 || n.arg(1).kind != ir::Arg::Kind::String) return false;
+  return n.arg(1).s == "sum" || n.arg(1).s == "avg";
+}
+
 bool is_view_like(const ir::Node& n) {
   static constexpr std::string_view ops[] = {"view", "_unsafe_view", "reshape", "_reshape_alias"};
   return op_in(n, ops);
@@ -617,7 +626,7 @@ class ChunkRewriter {
         cur = scaled;  // c*a0 + c*a1 = c*(a0 + a1): a scaled partial sum is a partial sum
         continue;
       }
-      if (!is_rearrangement(*p) || !p->arg(0).is_value()) break;
+      if (!(is_rearrangement(*p) || is_linear_collective(*p)) || !p->arg(0).is_value()) break;
       cur = p->arg(0).value;
       if (cur->is_graph_input() || cur->producer()->meta().custom.count("chunk_id") == 0) break;
     }
