@@ -51,6 +51,15 @@ thread_local const RankContext* t_current_rank = nullptr;
 
 }  // namespace
 
+CollectiveCall CollectiveCall::of(const char* op, const at::Tensor& input, const Group& group) {
+  CollectiveCall c;
+  c.op = op;
+  c.group = group.name;
+  c.sizes = input.sizes().vec();
+  c.dtype = c10::toString(input.scalar_type());
+  return c;
+}
+
 std::string CollectiveCall::str() const {
   std::string out = op + "(" + dtype + format_list(sizes);
   if (!reduce_op.empty()) out += ", " + reduce_op;

@@ -48,6 +48,8 @@ struct CollectiveCall {
   std::vector<int64_t> sizes;
   std::string dtype;
   std::vector<int64_t> output_splits, input_splits;
+  /// The call of `op` on `input` over `group` (reduce op and splits left empty).
+  static CollectiveCall of(const char* op, const at::Tensor& input, const Group& group);
   /// "all_gather_into_tensor(f32[4, 8], group dp)".
   std::string str() const;
   /// The parts every member must agree on (op, group, reduce op, dtype; sizes for

@@ -258,12 +258,7 @@ struct ProcessGroupCommunicator::Impl {
   }
 
   CollectiveCall make_call(const char* op, const at::Tensor& input, const Group& g) const {
-    CollectiveCall c;
-    c.op = op;
-    c.group = g.name;
-    c.sizes = input.sizes().vec();
-    c.dtype = c10::toString(input.scalar_type());
-    return c;
+    return CollectiveCall::of(op, input, g);
   }
 
   // Meets the group, issues the c10d collective `start` returns, and records how its

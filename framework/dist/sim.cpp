@@ -195,12 +195,7 @@ class SimCommunicator : public Communicator {
   };
 
   CollectiveCall call(const char* op, const at::Tensor& input, const Group& g) const {
-    CollectiveCall c;
-    c.op = op;
-    c.group = g.name;
-    c.sizes = input.sizes().vec();
-    c.dtype = c10::toString(input.scalar_type());
-    return c;
+    return CollectiveCall::of(op, input, g);
   }
 
   at::Tensor issue(const CollectiveCall& c, const at::Tensor& input, ReduceOp op, const Group& g,

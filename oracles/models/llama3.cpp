@@ -88,12 +88,8 @@ class Llama3Subject : public TrainingSubject {
   std::string name() const override { return "llama3"; }
   std::shared_ptr<torch::nn::Module> module() const override { return model_; }
   std::vector<c10::IValue> batch(int64_t step) const override {
-    if (!plan_)
-      return token_batch(options_.seed, step, config_.batch_size, config_.seq_len, config_.vocab_size, options_.device);
-    // batch_size is per rank: this rank's slice of the global batch.
-    return batch_slice(token_batch(options_.seed, step, config_.batch_size * plan_->batch_slices(), config_.seq_len,
-                                   config_.vocab_size, options_.device),
-                       *plan_);
+    return rank_token_batch(plan_, options_.seed, step, config_.batch_size, config_.seq_len, config_.vocab_size,
+                            options_.device);
   }
   std::map<std::string, std::vector<std::string>> placements() const override {
     return plan_ ? placements_of(*model_, *plan_) : std::map<std::string, std::vector<std::string>>{};

@@ -291,4 +291,10 @@ at::Tensor gather_full_parameter(const std::string& fqn, const at::Tensor& local
   return t;
 }
 
+std::vector<c10::IValue> rank_token_batch(const std::optional<ParallelPlan>& plan, uint64_t seed, int64_t step,
+                                          int64_t batch, int64_t seq, int64_t vocab, c10::Device device) {
+  if (!plan) return token_batch(seed, step, batch, seq, vocab, device);
+  return batch_slice(token_batch(seed, step, batch * plan->batch_slices(), seq, vocab, device), *plan);
+}
+
 }  // namespace passcheck::models

@@ -73,6 +73,11 @@ void parallelize(torch::nn::Module& root, const ParallelPlan& plan);
 /// This rank's rows (dim 0) of every tensor of a global batch of batch_slices() slices.
 std::vector<c10::IValue> batch_slice(const std::vector<c10::IValue>& global, const ParallelPlan& plan);
 
+/// A language model's token batch for `step`: the whole batch without a plan, else this
+/// rank's slice of the global batch (`batch` is per rank).
+std::vector<c10::IValue> rank_token_batch(const std::optional<ParallelPlan>& plan, uint64_t seed, int64_t step,
+                                          int64_t batch, int64_t seq, int64_t vocab, c10::Device device);
+
 /// FQN -> placement per mesh dim ("S(d)", "R") of every parameter and buffer of `root`.
 std::map<std::string, std::vector<std::string>> placements_of(torch::nn::Module& root, const ParallelPlan& plan);
 

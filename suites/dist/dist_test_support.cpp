@@ -21,6 +21,19 @@ void expect_bitwise(const std::string& what, const at::Tensor& expected, const a
   if (!c.equal) throw std::runtime_error(c.describe());
 }
 
+oracles::DriverOptions small_parallel(const std::string& model, const std::string& plan, const std::string& mesh) {
+  oracles::DriverOptions o;
+  o.model = model;
+  o.steps = 5;
+  o.subject.batch_size = 1;
+  o.subject.seq_len = 16;
+  o.subject.n_layers = 2;
+  o.subject.parallel.plan = plan;
+  o.subject.parallel.mesh = mesh;
+  if (model == "deepseek_v3") o.subject.moe_capacity_factor = 1.0;
+  return o;
+}
+
 std::string run_ranks(const std::string& backend, const dist::DeviceMesh& mesh,
                       const std::function<void(int64_t rank)>& body) {
   std::vector<dist::RankOutcome> outcomes;

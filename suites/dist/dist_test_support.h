@@ -5,6 +5,7 @@
 #pragma once
 
 #include "framework/dist/mesh.h"
+#include "oracles/training_driver.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -17,6 +18,10 @@ namespace passcheck::testing {
 at::Tensor rank_input(int64_t seed, int64_t rank, at::IntArrayRef sizes, c10::ScalarType dtype);
 /// Throws std::runtime_error naming `what` and the first difference unless bitwise equal.
 void expect_bitwise(const std::string& what, const at::Tensor& expected, const at::Tensor& actual);
+
+/// Driver options of a CI-sized parallelized model: 5 steps, 2 blocks, 1 sequence of 16
+/// tokens per rank; deepseek_v3 with capacity dispatch (factor 1).
+oracles::DriverOptions small_parallel(const std::string& model, const std::string& plan, const std::string& mesh);
 
 /// Runs `body(rank)` on every rank of `mesh` on `backend` ("sim", or "gloo": one process
 /// per rank through the local launcher); returns "" when every rank succeeded, else the

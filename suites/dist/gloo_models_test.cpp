@@ -13,16 +13,7 @@ namespace passcheck::testing {
 namespace {
 
 oracles::DriverOptions small(const std::string& model, const std::string& plan, const std::string& mesh) {
-  oracles::DriverOptions o;
-  o.model = model;
-  o.steps = 5;
-  o.subject.batch_size = 1;
-  o.subject.seq_len = 16;
-  o.subject.n_layers = 2;
-  o.subject.parallel.plan = plan;
-  o.subject.parallel.mesh = mesh;
-  if (model == "deepseek_v3") o.subject.moe_capacity_factor = 1.0;
-  return o;
+  return small_parallel(model, plan, mesh);
 }
 
 std::string run_on_gloo(const oracles::DriverOptions& options, const oracles::CollectiveCounts& expected) {

@@ -25,17 +25,8 @@ using dist::DeviceMesh;
 using oracles::CollectiveCounts;
 using oracles::DriverOptions;
 
-DriverOptions small(const std::string& model, const std::string& plan, const std::string& mesh) {
-  DriverOptions o;
-  o.model = model;
-  o.steps = 5;
-  o.subject.batch_size = 1;
-  o.subject.seq_len = 16;
-  o.subject.n_layers = 2;
-  o.subject.parallel.plan = plan;
-  o.subject.parallel.mesh = mesh;
-  if (model == "deepseek_v3") o.subject.moe_capacity_factor = 1.0;
-  return o;
+oracles::DriverOptions small(const std::string& model, const std::string& plan, const std::string& mesh) {
+  return small_parallel(model, plan, mesh);
 }
 
 // Runs the per-rank traced-vs-eager driver on every rank; returns the reports by rank.
