@@ -256,12 +256,15 @@ class WaitFunction : public torch::autograd::Function<WaitFunction> {
 
 class CopyToGroupFunction : public torch::autograd::Function<CopyToGroupFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const std::string& group_name) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const std::string& group_name,
+                            const std::string& reduce_op) {
     ctx->saved_data["g"] = group_name;
+    ctx->saved_data["op"] = reduce_op;
     return input;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {wait_tensor(all_reduce(grads[0], "sum", ctx->saved_data["g"].toStringRef())), at::Tensor()};
+    return {wait_tensor(all_reduce(grads[0], ctx->saved_data["op"].toStringRef(), ctx->saved_data["g"].toStringRef())),
+            at::Tensor(), at::Tensor()};
   }
 };
 
@@ -314,8 +317,9 @@ at::Tensor wait_tensor(const at::Tensor& tensor) {
 int64_t group_size(const std::string& group_name) { return current_rank().resolve(group_name).size(); }
 int64_t group_index(const std::string& group_name) { return current_rank().resolve(group_name).index; }
 
-at::Tensor copy_to_group(const at::Tensor& input, const std::string& group_name) {
-  return CopyToGroupFunction::apply(input, group_name);
+at::Tensor copy_to_group(const at::Tensor& input, const std::string& group_name, const std::string& reduce_op) {
+  parse_reduce_op(reduce_op);  // an unknown op is an error here, not in the backward
+  return CopyToGroupFunction::apply(input, group_name, reduce_op);
 }
 
 }  // namespace passcheck::dist

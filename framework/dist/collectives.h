@@ -38,9 +38,11 @@ int64_t group_size(const std::string& group_name);
 /// The calling rank's index in `group_name`.
 int64_t group_index(const std::string& group_name);
 
-/// Megatron's "f" operator: identity in the forward, all_reduce("sum") + wait of the
+/// Megatron's "f" operator: identity in the forward, all_reduce(reduce_op) + wait of the
 /// gradient in the backward. A replicated activation entering column-parallel
-/// projections passes through it, so each rank's partial input gradient is summed.
-at::Tensor copy_to_group(const at::Tensor& input, const std::string& group_name);
+/// projections passes through it with "sum", so each rank's partial input gradient is
+/// summed; a replicated parameter of ranks that train different batch slices passes
+/// through it with "avg".
+at::Tensor copy_to_group(const at::Tensor& input, const std::string& group_name, const std::string& reduce_op = "sum");
 
 }  // namespace passcheck::dist

@@ -52,20 +52,6 @@ class UnshardFunction : public torch::autograd::Function<UnshardFunction> {
   }
 };
 
-// A parameter replicated over a group whose ranks train different batch slices: the
-// forward uses it as is, the backward averages the gradient over the group.
-class AverageGradientFunction : public torch::autograd::Function<AverageGradientFunction> {
- public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& param, const std::string& group) {
-    ctx->saved_data["g"] = group;
-    return param;
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {dist::wait_tensor(dist::all_reduce(grads[0].contiguous(), "avg", ctx->saved_data["g"].toStringRef())),
-            at::Tensor()};
-  }
-};
-
 // Identity forward, gradient times `scale` (expert weights under EP: 1/ep, a power of two
 // for the usual sizes, so exact).
 class ScaleGradientFunction : public torch::autograd::Function<ScaleGradientFunction> {
@@ -96,7 +82,9 @@ class PlanAccess : public ParameterAccess {
     const Rule& r = it->second;
     switch (r.kind) {
       case Kind::Unshard: return UnshardFunction::apply(stored, r.size, r.group, r.reduce_op);
-      case Kind::AverageGradient: return AverageGradientFunction::apply(stored, r.group);
+      case Kind::AverageGradient:
+        // Replicated over ranks that train different batch slices: the gradient is averaged.
+        return dist::copy_to_group(stored, r.group, "avg");
       case Kind::ScaleGradient: return ScaleGradientFunction::apply(stored, r.scale);
     }
     return stored;
