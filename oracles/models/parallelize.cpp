@@ -238,10 +238,11 @@ void parallelize(torch::nn::Module& root, const ParallelPlan& plan) {
   for (const auto& m : root.modules(/*include_self=*/true)) {
     if (auto* user = dynamic_cast<ParameterUser*>(m.get())) user->access = access;
     if (auto* attention = dynamic_cast<CausalSelfAttentionImpl*>(m.get())) {
-      if (attention->n_heads % plan.tp_size != 0)
+      const int64_t head_groups = plan.tp ? plan.tp_size : 1;  // fsdp2d's tp dim shards no heads
+      if (attention->n_heads % head_groups != 0)
         throw std::invalid_argument(std::to_string(attention->n_heads) + " attention heads cannot be split over tp=" +
-                                    std::to_string(plan.tp_size));
-      attention->n_local_heads = attention->n_heads / plan.tp_size;
+                                    std::to_string(head_groups));
+      attention->n_local_heads = attention->n_heads / head_groups;
       attention->tp = tp;
     }
     if (auto* ffn = dynamic_cast<SwiGLUFeedForwardImpl*>(m.get())) ffn->tp = tp;
