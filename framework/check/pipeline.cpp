@@ -1,12 +1,13 @@
 // Pipeline text parsing and the pass runner (pipeline.h). The runner is the gate every
 // pass goes through: it hashes the graph around each pass to hold the pass to its
 // "changed" claim, holds it to the rules and guards it declares, runs the verifier
-// after it, and turns anything a pass throws into a PassFailure naming the pass, so a
+// after it, proves the claims it recorded, and turns anything a pass throws into a PassFailure naming the pass, so a
 // broken pass is reported where it broke the graph rather than where a later pass or
 // the executor trips over the damage.
 #include "framework/check/pipeline.h"
 
 #include "framework/check/verifier.h"
+#include "framework/sym/prover.h"
 
 #include <cctype>
 #include <chrono>
@@ -240,6 +241,7 @@ std::vector<PassRecord> Pipeline::run(ir::Graph& graph, const PipelineOptions& o
     record.nodes_before = graph.num_nodes();
     if (options.dump) options.dump("before", record.pass, graph);
     uint64_t hash_before = options.check_changed_claim ? graph.hash() : 0;
+    const size_t claims_before = graph.claims().size();
 
     PassResult result;
     auto start = std::chrono::steady_clock::now();
@@ -267,6 +269,15 @@ std::vector<PassRecord> Pipeline::run(ir::Graph& graph, const PipelineOptions& o
         throw PassFailure(record.pass, message);
       }
     }
+    if (options.prove_new_claims && graph.claims().size() > claims_before) {
+      // A claim is what the pass relied on; one that is false for some admissible value
+      // (or, for a claim over indices, at some index) means the rewrite is unsound there.
+      const std::vector<sym::Claim> added(graph.claims().begin() + static_cast<std::ptrdiff_t>(claims_before),
+                                          graph.claims().end());
+      const sym::ProofReport report = sym::prove_all(added, graph.symbols());
+      for (const sym::ClaimResult& r : report.results)
+        if (r.verdict == sym::Verdict::Refuted) throw PassFailure(record.pass, "recorded a claim that does not hold: " + r.format());
+    }
     // A decision the pass does not declare can be neither covered nor mutated: it is
     // as much a broken promise as a false changed flag.
     for (const auto& [rule, n] : result.rules_fired)
@@ -278,6 +289,7 @@ std::vector<PassRecord> Pipeline::run(ir::Graph& graph, const PipelineOptions& o
     record.stats = std::move(result.stats);
     record.rules_fired = std::move(result.rules_fired);
     record.guards_refused = std::move(result.guards_refused);
+    record.notes = std::move(result.notes);
     records.push_back(std::move(record));
   }
   return records;
