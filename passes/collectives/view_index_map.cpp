@@ -52,8 +52,22 @@ Expr linearize(const std::vector<Expr>& coords, const std::vector<Expr>& sizes) 
   return linear;
 }
 
+// A linear index the map built from coordinates, remembered so that delinearizing it
+// over the same sizes gives those coordinates back. That is exact for coordinates in
+// bounds, which every coordinate of an in-bounds index is; without it a view to [N*M]
+// and back leaves floordiv(i0*M + i1, M) == i0 for Z3, which nonlinear arithmetic over
+// a symbolic M can leave unknown.
+struct Linearization {
+  Expr linear;
+  std::vector<Expr> coords;
+  std::vector<Expr> sizes;
+};
+
 // Coordinates of row-major linear index `linear` over `sizes`.
-std::vector<Expr> delinearize(const Expr& linear, const std::vector<Expr>& sizes) {
+std::vector<Expr> delinearize(const Expr& linear, const std::vector<Expr>& sizes,
+                              const std::vector<Linearization>& known) {
+  for (const Linearization& l : known)
+    if (l.linear == linear && l.sizes == sizes) return l.coords;
   std::vector<Expr> coords(sizes.size());
   Expr inner = Expr::constant(1);
   for (size_t k = sizes.size(); k-- > 0;) {
@@ -67,7 +81,8 @@ std::vector<Expr> delinearize(const Expr& linear, const std::vector<Expr>& sizes
 
 // The input coordinates `node` reads for output coordinates `out`; nullopt with
 // `why_not` set when the node cannot be modeled.
-std::optional<std::vector<Expr>> step_back(const ir::Node& node, const std::vector<Expr>& out, std::string& why_not) {
+std::optional<std::vector<Expr>> step_back(const ir::Node& node, const std::vector<Expr>& out,
+                                           std::vector<Linearization>& known, std::string& why_not) {
   const ir::Value* in = node.num_args() > 0 && node.arg(0).is_value() ? node.arg(0).value : nullptr;
   if (in == nullptr || !in->meta() || !node.output()->meta()) {
     why_not = node.op() + " has no tensor metadata to model";
@@ -80,8 +95,11 @@ std::optional<std::vector<Expr>> step_back(const ir::Node& node, const std::vect
     why_not = op + " has arguments the index map cannot read";
     return std::nullopt;
   };
-  if (op == "aten::view" || op == "aten::reshape" || op == "aten::_unsafe_view")
-    return delinearize(linearize(out, out_sizes), in_sizes);
+  if (op == "aten::view" || op == "aten::reshape" || op == "aten::_unsafe_view") {
+    const Expr linear = linearize(out, out_sizes);
+    known.push_back({linear, out, out_sizes});
+    return delinearize(linear, in_sizes, known);
+  }
   if (op == "aten::permute") {
     auto dims = ints_at(node, 1);
     if (!dims || dims->size() != out.size() || in_sizes.size() != out.size()) return bad_args();
@@ -206,6 +224,7 @@ std::optional<ViewIndexMap> compose_view_chain(const ir::Value& source, const st
     map.indices.push_back({name, end_sizes[k]});
     coords.push_back(Expr::symbol(map.indices.back().name));
   }
+  std::vector<Linearization> known;
   for (size_t k = chain.size(); k-- > 0;) {
     const ir::Node& node = *chain[k];
     const ir::Value* expected_input = k == 0 ? &source : chain[k - 1]->output();
@@ -213,7 +232,7 @@ std::optional<ViewIndexMap> compose_view_chain(const ir::Value& source, const st
       why_not = node.op() + " is not a view of the previous value in the chain";
       return std::nullopt;
     }
-    auto back = step_back(node, coords, why_not);
+    auto back = step_back(node, coords, known, why_not);
     if (!back) return std::nullopt;
     coords = std::move(*back);
   }

@@ -1,15 +1,17 @@
 // The collective-fusion mutants are caught: bugs 7 and 13 by the recorded identity claim
-// (`passcheck prove` on the mutated graph refutes it, naming the node and the
-// counterexample; the pipeline gate fails the pass on it) and by running the fused graph
+// (proving the claims of the mutated graph's text, as `passcheck prove` does, refutes it,
+// naming the node and the counterexample; the pipeline gate fails the pass on it;
+// suites/unit/view_index_map_test.cpp runs the `passcheck prove` binary itself) and by running the fused graph
 // on every rank of a sim mesh; bug 6 by running on the sim mesh, where the gather over
 // the wrong flattened group returns the row blocks in another order. The real pass
 // fuses the correct chains and refuses the wrong ones, on the same graphs.
 #include "framework/check/pipeline.h"
 #include "framework/dist/sim.h"
 #include "framework/exec/executor.h"
+#include "framework/check/verifier.h"
 #include "framework/ir/text.h"
+#include "framework/sym/prover.h"
 #include "suites/mutants/collective_mutants.h"
-#include "suites/support/test_support.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -94,7 +96,6 @@ TEST(CollectiveMutants, AreRegisteredWithTheirHistoricalBugs) {
 }
 
 TEST(CollectiveMutants, IdentityMutantsAreRefutedByProveAndDifferOnSim) {
-  const std::string dir = make_temp_dir();
   const struct {
     const char* mutant;
     const char* text;
@@ -109,14 +110,15 @@ TEST(CollectiveMutants, IdentityMutantsAreRefutedByProveAndDifferOnSim) {
     int64_t fused = 0;
     auto mutated = run_unproved(c.text, c.mutant, &fused);
     ASSERT_EQ(fused, 1) << c.mutant;
-    const std::string path = dir + "/" + c.mutant + ".graph";
-    write_text(path, mutated->print());
-    const CommandResult prove = run_command(passcheck_binary() + " prove " + path + " --verbose");
-    EXPECT_EQ(prove.exit_code, 1) << prove.output;
-    EXPECT_NE(prove.output.find(std::string("refuted: view_identity of ") + c.node + " (fuse-chained-allgathers)"),
-              std::string::npos)
-        << prove.output;
-    EXPECT_NE(prove.output.find("counterexample i0="), std::string::npos) << prove.output;
+    // What `passcheck prove` does with the graph file: parse, verify, prove every claim.
+    auto reread = ir::parse_graph(mutated->print(), std::string(c.mutant) + ".graph");
+    ASSERT_TRUE(check::verify_graph(*reread).empty());
+    const sym::ProofReport report = sym::prove_all(reread->claims(), reread->symbols());
+    EXPECT_FALSE(report.all_proved());
+    const std::string text = report.format();
+    EXPECT_NE(text.find(std::string("refuted: view_identity of ") + c.node + " (fuse-chained-allgathers)"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("counterexample i0="), std::string::npos) << text;
     EXPECT_EQ(ranks_that_differ(*ir::parse_graph(c.text), *mutated, {2, 4}), 4) << c.mutant;
   }
 }

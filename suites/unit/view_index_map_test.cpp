@@ -11,6 +11,7 @@
 #include "framework/sym/prover.h"
 #include "passes/collectives/view_index_map.h"
 #include "suites/mutants/mutants.h"
+#include "suites/support/test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -38,10 +39,14 @@ class Chain {
     nodes_.push_back(n);
     return *this;
   }
-  sym::ClaimResult prove() const {
+  std::optional<passes::collectives::ViewIndexMap> map() const {
     std::string why_not;
     auto map = passes::collectives::compose_view_chain(*source_, nodes_, why_not);
     EXPECT_TRUE(map) << why_not;
+    return map;
+  }
+  sym::ClaimResult prove() const {
+    auto map = this->map();
     if (!map) return {};
     sym::Claim claim = passes::collectives::view_identity_claim(*source_, *last_, *map, "test", "%" + last_->name());
     sym::ClaimResult r = sym::prove(claim, graph_.symbols());
@@ -145,9 +150,12 @@ TEST(ViewIndexMap, ReshapeToAnotherShapeIsRefutedOnTheShape) {
 TEST(ViewIndexMap, ExpandOfAUnitDimReadsIndexZero) {
   Chain chain({c(1), c(3)});
   chain.then("aten::expand", {ints({4, 3})}, {c(4), c(3)});
-  std::string why_not;
   // Not the identity (the shapes differ), but the map itself reads row 0 for every row.
   EXPECT_EQ(chain.prove().verdict, Verdict::Refuted);
+  auto map = chain.map();
+  ASSERT_TRUE(map);
+  EXPECT_EQ(map->source_coordinates.at(0), c(0));
+  EXPECT_EQ(map->source_coordinates.at(1), Expr::symbol("i1"));
 }
 
 TEST(ViewIndexMap, RealReordersAreRecognized) {
@@ -254,6 +262,32 @@ TEST(IndexedClaims, APipelineFailsAPassWhoseRecordedClaimIsRefuted) {
       EXPECT_NE(what.find("counterexample i0="), std::string::npos) << what;
     }
   }
+}
+
+TEST(IndexedClaims, PasscheckProveRefutesTheClaimAMutantRecorded) {
+  // The mutant's graph as a file (the pipeline's own proof switched off, as a pass under
+  // test would hand it on): `passcheck prove` names the node and the counterexample.
+  auto g = ir::parse_graph(kSquareTrap);
+  check::PipelineOptions options;
+  options.prove_new_claims = false;
+  check::Pipeline::parse("mutant-fuse-chained-allgathers-shape-stride-identity", mutants::registry_with_mutants())
+      .run(*g, options);
+  const std::string path = make_temp_dir() + "/fused.graph";
+  write_text(path, g->print());
+  const CommandResult r = run_command(passcheck_binary() + " prove " + path);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("refuted: view_identity of %v (fuse-chained-allgathers)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[forall(i0 < 4, i1 < 4): i0 == i1] counterexample i0="), std::string::npos) << r.output;
+  // The claim the real pass records on an identity chain is proved.
+  std::string identity = kSquareTrap;
+  const std::string trap = "  %r : f32[16] = aten::reshape(%p, [16])\n  %v : f32[4, 4] = aten::view(%r, [4, 4])\n";
+  identity.replace(identity.find(trap), trap.size(), "  %v : f32[4, 4] = aten::permute(%p, [1, 0])\n");
+  auto real = ir::parse_graph(identity);
+  EXPECT_TRUE(check::Pipeline::parse("fuse-chained-allgathers").run(*real).at(0).changed);
+  write_text(path, real->print());
+  const CommandResult proved = run_command(passcheck_binary() + " prove " + path);
+  EXPECT_EQ(proved.exit_code, 0) << proved.output;
+  EXPECT_NE(proved.output.find("1 claims: 1 proved, 0 refuted, 0 unknown"), std::string::npos) << proved.output;
 }
 
 TEST(FuseAllgathersMesh, ColumnMajorRankOrder) {
