@@ -270,10 +270,13 @@ std::vector<PassRecord> Pipeline::run(ir::Graph& graph, const PipelineOptions& o
       }
     }
     if (options.prove_new_claims && graph.claims().size() > claims_before) {
-      // A claim is what the pass relied on; one that is false for some admissible value
-      // (or, for a claim over indices, at some index) means the rewrite is unsound there.
-      const std::vector<sym::Claim> added(graph.claims().begin() + static_cast<std::ptrdiff_t>(claims_before),
-                                          graph.claims().end());
+      // A claim over indices is a fact the pass relied on for every element (a view
+      // chain is the identity); one that is false anywhere means the rewrite is unsound.
+      // Plain claims are guards on the symbols, checked at the hints by concretize: chunk
+      // records them even where some admissible value breaks them (concretize refuses).
+      std::vector<sym::Claim> added;
+      for (size_t k = claims_before; k < graph.claims().size(); ++k)
+        if (!graph.claims()[k].indices.empty()) added.push_back(graph.claims()[k]);
       const sym::ProofReport report = sym::prove_all(added, graph.symbols());
       for (const sym::ClaimResult& r : report.results)
         if (r.verdict == sym::Verdict::Refuted) throw PassFailure(record.pass, "recorded a claim that does not hold: " + r.format());

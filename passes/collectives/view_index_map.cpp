@@ -4,6 +4,7 @@
 #include "passes/collectives/view_index_map.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 namespace passcheck::passes::collectives {
@@ -12,13 +13,11 @@ namespace {
 
 using sym::Expr;
 
-const std::set<std::string>& modeled_ops() {
-  static const std::set<std::string> ops = {"aten::permute",   "aten::transpose.int", "aten::t",
-                                            "aten::view",      "aten::reshape",       "aten::_unsafe_view",
-                                            "aten::expand",    "aten::unsqueeze",     "aten::squeeze",
-                                            "aten::squeeze.dim", "aten::squeeze.dims"};
-  return ops;
-}
+// A constant table, not a static std::set: passes hold no writable statics.
+constexpr const char* kModeledOps[] = {"aten::permute", "aten::transpose.int", "aten::t",
+                                       "aten::view",    "aten::reshape",       "aten::_unsafe_view",
+                                       "aten::expand",  "aten::unsqueeze",     "aten::squeeze",
+                                       "aten::squeeze.dim", "aten::squeeze.dims"};
 
 std::optional<int64_t> int_at(const ir::Node& n, size_t i) {
   if (i >= n.num_args() || n.arg(i).kind != ir::Arg::Kind::Int) return std::nullopt;
@@ -184,7 +183,10 @@ std::optional<std::vector<Expr>> step_back(const ir::Node& node, const std::vect
 
 }  // namespace
 
-bool is_modeled_view(const ir::Node& node) { return modeled_ops().count(node.op()) > 0 && node.num_outputs() == 1; }
+bool is_modeled_view(const ir::Node& node) {
+  return node.num_outputs() == 1 &&
+         std::any_of(std::begin(kModeledOps), std::end(kModeledOps), [&](const char* op) { return node.op() == op; });
+}
 
 bool is_real_reorder(const ir::Node& node) {
   const ir::Value* in = node.num_args() > 0 && node.arg(0).is_value() ? node.arg(0).value : nullptr;
