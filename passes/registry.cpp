@@ -5,6 +5,9 @@
 #include "passes/ac/ac_passes.h"
 #include "passes/chunk/chunk_passes.h"
 #include "passes/cleanup/cleanup_passes.h"
+#include "passes/fsdp/fsdp_passes.h"
+#include "passes/placement/placement_passes.h"
+#include "passes/schedule/schedule_passes.h"
 
 namespace passcheck::check {
 
@@ -12,6 +15,9 @@ void register_builtin_passes(PassRegistry& registry) {
   passes::register_cleanup_passes(registry);
   passes::register_ac_passes(registry);
   passes::register_chunk_passes(registry);
+  passes::register_fsdp_passes(registry);
+  passes::register_placement_passes(registry);
+  passes::register_schedule_passes(registry);
 }
 
 const PassRegistry& PassRegistry::global() {
