@@ -3,9 +3,9 @@
 // run of nodes between two reduce_scatters holding more than max-consecutive compute
 // nodes (exec::has_flop_formula), the compute nodes are sorted by their recorded rank
 // (schedule_rank, written by record_compute_order before scheduling; the current order
-// when a node has none), cut into chunks of max-consecutive, each chunk ordered after the
-// previous one and after the reduce_scatter recorded as the nearest before its first
-// node; then the stable topological sort (stable_topo_sort.h) reorders the graph honouring
+// when a node has none), cut into chunks of max-consecutive, every node of a chunk
+// ordered after the previous chunk's last node and the chunk's first node after the
+// reduce_scatter recorded as the nearest before it; then the stable topological sort (stable_topo_sort.h) reorders the graph honouring
 // these extra dependencies. The sort works on a copy of the order: on a cycle the graph
 // is left untouched, the fallback is counted (stats cycle_fallbacks, guard cycle).
 // Historical bug 14 (injectable): upstream moved nodes in place before it noticed the
@@ -15,6 +15,7 @@
 #include "passes/schedule/stable_topo_sort.h"
 
 #include <algorithm>
+#include <string>
 
 namespace passcheck::passes {
 
@@ -53,14 +54,15 @@ check::PassResult cap_compute_batch_size_pass(ir::Graph& graph, const check::Pas
   int64_t capped = 0;
   for (std::vector<ir::Node*>& run : runs) {
     if (run.size() <= max) continue;
-    bool all_recorded = std::all_of(run.begin(), run.end(), [](const ir::Node* n) { return recorded_rank(*n); });
+    bool all_recorded = std::all_of(run.begin(), run.end(), [](const ir::Node* n) { return recorded_rank(*n).has_value(); });
     if (!d.refuse("no-recorded-order", !all_recorded))
       std::stable_sort(run.begin(), run.end(),
                        [](const ir::Node* a, const ir::Node* b) { return *recorded_rank(*a) < *recorded_rank(*b); });
     for (size_t start = 0; start < run.size(); start += max) {
       ir::Node* first = run[start];
       if (start > 0) {
-        extra.emplace_back(run[start - 1], first);
+        // The whole chunk after the previous one: its nodes need not depend on its first.
+        for (size_t i = start; i < std::min(run.size(), start + max); ++i) extra.emplace_back(run[start - 1], run[i]);
         d.fire("chunk-after-previous");
       }
       auto rs = first->meta().custom.find(kScheduleReduceScatterKey);

@@ -9,6 +9,7 @@
 // records the compute order (record_compute_order) for cap-compute-batch-size. Only moves
 // nodes: what is computed is unchanged.
 #include "framework/check/distributed_properties.h"
+#include "framework/exec/op_properties.h"
 #include "passes/schedule/schedule_passes.h"
 #include "passes/schedule/stable_topo_sort.h"
 

@@ -1,8 +1,8 @@
 // The scheduling family on hand-made graphs: the stable topological sort (ties keep the
 // current order, extra dependencies honoured, barriers never crossed, a cycle described
 // and the graph left untouched), the recording of the compute order, and
-// cap-compute-batch-size's chunking, its cycle fallback and its historical bug 14 (the
-// gate's verifier names the use before its definition). The per-rank llama3 graphs are
+// cap-compute-batch-size's chunking and its cycle fallback. Its historical bug 14 is
+// caught in suites/mutants/distributed_mutants_test.cpp, the per-rank llama3 graphs are
 // in suites/dist/fsdp_schedule_test.cpp.
 #include "framework/check/pipeline.h"
 #include "framework/ir/text.h"
