@@ -4,8 +4,8 @@
 // nodes (exec::has_flop_formula), the compute nodes are sorted by their recorded rank
 // (schedule_rank, written by record_compute_order before scheduling; the current order
 // when a node has none), cut into chunks of max-consecutive, every node of a chunk
-// ordered after the previous chunk's last node and the chunk's first node after the
-// reduce_scatter recorded as the nearest before it; then the stable topological sort (stable_topo_sort.h) reorders the graph honouring
+// ordered after the previous chunk's last node and after the reduce_scatter recorded as
+// the nearest before it (upstream pins a chunk's first node only); then the stable topological sort (stable_topo_sort.h) reorders the graph honouring
 // these extra dependencies. The sort works on a copy of the order: on a cycle the graph
 // is left untouched, the fallback is counted (stats cycle_fallbacks, guard cycle).
 // Historical bug 14 (injectable): upstream moved nodes in place before it noticed the
@@ -59,19 +59,24 @@ check::PassResult cap_compute_batch_size_pass(ir::Graph& graph, const check::Pas
       std::stable_sort(run.begin(), run.end(),
                        [](const ir::Node* a, const ir::Node* b) { return *recorded_rank(*a) < *recorded_rank(*b); });
     for (size_t start = 0; start < run.size(); start += max) {
-      ir::Node* first = run[start];
       if (start > 0) {
         // The whole chunk after the previous one: its nodes need not depend on its first.
         for (size_t i = start; i < std::min(run.size(), start + max); ++i) extra.emplace_back(run[start - 1], run[i]);
         d.fire("chunk-after-previous");
       }
-      auto rs = first->meta().custom.find(kScheduleReduceScatterKey);
-      if (rs == first->meta().custom.end() || rs->second.empty()) continue;
-      ir::Value* v = graph.find_value(rs->second);
-      if (d.refuse("recorded-reduce-scatter-gone", !v || !v->producer() || !is_reduce_scatter(*v->producer())))
-        continue;
-      extra.emplace_back(v->producer(), first);
-      d.fire("chunk-after-reduce-scatter");
+      // The chunk's first node after its recorded nearest reduce_scatter, and so every
+      // other node of the chunk after its own: none is hoisted above a reduce_scatter it
+      // followed in the recorded order (upstream pins the first only, which lets the
+      // rest of a chunk that straddles a reduce_scatter run ahead of it).
+      for (size_t i = start; i < std::min(run.size(), start + max); ++i) {
+        auto rs = run[i]->meta().custom.find(kScheduleReduceScatterKey);
+        if (rs == run[i]->meta().custom.end() || rs->second.empty()) continue;
+        ir::Value* v = graph.find_value(rs->second);
+        if (d.refuse("recorded-reduce-scatter-gone", !v || !v->producer() || !is_reduce_scatter(*v->producer())))
+          continue;
+        extra.emplace_back(v->producer(), run[i]);
+        d.fire("chunk-after-reduce-scatter");
+      }
     }
     ++capped;
   }
