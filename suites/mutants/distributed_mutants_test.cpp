@@ -8,7 +8,6 @@
 #include "framework/check/pipeline.h"
 #include "framework/ir/text.h"
 #include "suites/mutants/distributed_mutants.h"
-#include "suites/support/test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
