@@ -133,8 +133,7 @@ bool has_flop_formula(const ir::Node& node) {
   for (const char* m : kMatmulLike)
     if (base == m) return true;
   // _scaled_dot_product_{flash,efficient,cudnn}_attention[_backward], _flash_attention_forward, ...
-  return base.find("attention") != std::string::npos && base.find("_attention") != std::string::npos &&
-         base[0] == '_';
+  return base[0] == '_' && base.find("_attention") != std::string::npos;
 }
 
 std::optional<std::vector<ir::Value*>> written_values(const ir::Node& node) {
