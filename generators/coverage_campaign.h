@@ -45,7 +45,9 @@ using CaseRunner = std::function<std::vector<std::string>(uint64_t case_seed, co
 ///  - "chunk-coverage-programs": generate_chunk_case with chunk_coverage_options(),
 ///    run_chunk_case, pipeline "chunk,concretize" as for "chunk-programs";
 ///  - "decision-situations": generate_decision_situation, each with its own pipeline
-///    (the entry's is empty), decision_situation_violations.
+///    (the entry's is empty), decision_situation_violations;
+///  - "distributed-situations": every distributed_situations() graph through its own
+///    pipeline (the entry's is empty), distributed_situation_violations.
 const std::map<std::string, CaseRunner>& campaign_sources();
 
 /// The seed of case `index` of a campaign line seeded `seed`.

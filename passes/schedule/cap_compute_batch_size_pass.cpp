@@ -105,7 +105,6 @@ void register_schedule_passes(check::PassRegistry& registry) {
                 {{"prefetch-all-gather", "an FSDP all_gather and its input chain move to the top of the graph"},
                  {"bucket-reduce-scatter", "a reduce_scatter and its wait move to the last reduce_scatter of its bucket"}},
                 {{"chain-has-barrier", "an all_gather chain with an in-place, random or side-effecting node stays put"},
-                 {"reduce-scatter-without-wait", "a reduce_scatter without its wait is left alone"},
                  {"wait-read-before-bucket", "a reduce_scatter whose wait is read before its bucket stays put"}}},
                prefetch_fsdp_all_gathers_pass);
   check::PassInfo cap{"cap-compute-batch-size",
