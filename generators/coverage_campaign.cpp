@@ -5,6 +5,7 @@
 #include "generators/chained_allgathers.h"
 #include "generators/cleanup_situations.h"
 #include "generators/decision_situations.h"
+#include "generators/distributed_situations.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
 #include "generators/random_graph.h"
@@ -108,6 +109,13 @@ const std::map<std::string, CaseRunner>& campaign_sources() {
          c.config.early_accumulation = (seed >> 11) & 1;  // both ways of adding the partials
          return run_chunk_case(c, registry, passes[0].name, passes[1].name).violations;
        }},
+      {"distributed-situations",
+       [](uint64_t, const std::string& pipeline, const check::PassRegistry& registry) {
+         if (!pipeline.empty())
+           throw std::invalid_argument("distributed situations run their own pipelines; give an empty one, got '" +
+                                       pipeline + "'");
+         return distributed_situation_violations(registry);
+       }},
       {"decision-situations",
        [](uint64_t seed, const std::string& pipeline, const check::PassRegistry& registry) {
          if (!pipeline.empty())
@@ -172,6 +180,9 @@ const std::vector<CampaignEntry>& default_coverage_campaign() {
       {"ac-programs-tagged-at-random", "ac-regions,remat{rng=replay}", 48, 17},
       {"chunk-coverage-programs", "chunk,concretize", 48, 18},
       {"decision-situations", "", 96, 19},
+      // The FSDP, placement and scheduling passes on hand-made per-rank graphs (every
+      // situation in one case: they are few and fixed).
+      {"distributed-situations", "", 1, 20},
   };
   return campaign;
 }

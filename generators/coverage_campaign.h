@@ -47,7 +47,9 @@ using CaseRunner = std::function<std::vector<std::string>(uint64_t case_seed, co
 ///  - "chained-allgathers": generate_chained_allgathers, chained_allgathers_violations;
 ///    the pipeline is the pass's name alone (each case adds its own options);
 ///  - "decision-situations": generate_decision_situation, each with its own pipeline
-///    (the entry's is empty), decision_situation_violations.
+///    (the entry's is empty), decision_situation_violations;
+///  - "distributed-situations": every distributed_situations() graph through its own
+///    pipeline (the entry's is empty), distributed_situation_violations.
 const std::map<std::string, CaseRunner>& campaign_sources();
 
 /// The seed of case `index` of a campaign line seeded `seed`.

@@ -6,6 +6,9 @@
 #include "passes/chunk/chunk_passes.h"
 #include "passes/cleanup/cleanup_passes.h"
 #include "passes/collectives/collective_passes.h"
+#include "passes/fsdp/fsdp_passes.h"
+#include "passes/placement/placement_passes.h"
+#include "passes/schedule/schedule_passes.h"
 
 namespace passcheck::check {
 
@@ -14,6 +17,9 @@ void register_builtin_passes(PassRegistry& registry) {
   passes::register_ac_passes(registry);
   passes::register_chunk_passes(registry);
   passes::register_collective_passes(registry);
+  passes::register_fsdp_passes(registry);
+  passes::register_placement_passes(registry);
+  passes::register_schedule_passes(registry);
 }
 
 const PassRegistry& PassRegistry::global() {

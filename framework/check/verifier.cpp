@@ -110,6 +110,24 @@ class Verifier {
               " dims");
   }
 
+  // Wanted input placements: none, or one list of mesh-rank placements per operand slot.
+  void check_wanted_placements(const Node& n) {
+    const auto& wanted = n.meta().wanted_placements;
+    if (wanted.empty()) return;
+    if (!g_.mesh()) {
+      issue("node " + quoted(n) + " has wanted placements but the graph declares no mesh");
+      return;
+    }
+    if (wanted.size() != n.num_operands())
+      issue("node " + quoted(n) + " has " + std::to_string(wanted.size()) + " wanted placements for " +
+            std::to_string(n.num_operands()) + " operands");
+    for (size_t slot = 0; slot < wanted.size(); ++slot)
+      if (wanted[slot].size() != g_.mesh()->dims.size())
+        issue("node " + quoted(n) + ": wanted placement of operand " + std::to_string(slot) + " has " +
+              std::to_string(wanted[slot].size()) + " entries for a mesh of " +
+              std::to_string(g_.mesh()->dims.size()) + " dims");
+  }
+
   // A collective's result is defined only once its wait_tensor ran (on every backend):
   // every use of it must be that wait.
   void check_collective_waits(const Node& n) {
@@ -185,6 +203,7 @@ class Verifier {
             quoted(*first_backward));
     if (m.phase == Phase::Backward && first_optimizer)
       issue("node " + quoted(n) + ": backward node after the optimizer node " + quoted(*first_optimizer));
+    check_wanted_placements(n);
     if (m.phase == Phase::Backward && !first_backward) first_backward = &n;
     if (m.phase == Phase::Optimizer && !first_optimizer) first_optimizer = &n;
   }

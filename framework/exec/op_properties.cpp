@@ -126,6 +126,16 @@ bool has_side_effects(const ir::Node& node) { return properties(node).side_effec
 bool is_uninitialized_allocation(const ir::Node& node) { return properties(node).uninitialized_allocation; }
 bool is_async_assert(const ir::Node& node) { return properties(node).async_assert; }
 
+bool has_flop_formula(const ir::Node& node) {
+  if (node.op().rfind("aten::", 0) != 0) return false;
+  const std::string base = node.op_base();
+  static const char* const kMatmulLike[] = {"mm", "bmm", "addmm", "baddbmm", "convolution", "convolution_backward"};
+  for (const char* m : kMatmulLike)
+    if (base == m) return true;
+  // _scaled_dot_product_{flash,efficient,cudnn}_attention[_backward], _flash_attention_forward, ...
+  return base[0] == '_' && base.find("_attention") != std::string::npos;
+}
+
 std::optional<std::vector<ir::Value*>> written_values(const ir::Node& node) {
   const OpProperties& p = properties(node);
   if (!p.known) return std::nullopt;

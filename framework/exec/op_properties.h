@@ -28,6 +28,9 @@ bool is_uninitialized_allocation(const ir::Node& node);
 /// operator name ("aten::masked_select"): a graph traced through one holds only for
 /// inputs that give the traced shape.
 bool has_data_dependent_output_shape(const std::string& op_name);
+/// A compute op: one with a FLOP formula (aten mm, bmm, addmm, baddbmm, convolution and
+/// its backward, the attention kernels and their backwards), what schedulers batch.
+bool has_flop_formula(const ir::Node& node);
 /// Asynchronous asserts: pure for dead-code elimination.
 bool is_async_assert(const ir::Node& node);
 /// The values the operator writes (in-place and out= arguments); nullopt for an

@@ -111,12 +111,18 @@ inline bool is_recomputable(RecomputePolicy p) {
 /// | recompute       | recompute    | activation-checkpoint policy               | AC policy tagging passes, apply_ac |
 /// | ac_region       | ac_region_id | activation-checkpoint region (layer index) | AC region annotation |
 /// | custom.*        | custom       | free-form string map; backward nodes inherit the forward node's entries they do not already have | model annotations, passes |
+/// | wants           | wanted_placements | per operand slot, the placement the node wants that input in (upstream's ILP input_specs); empty: none recorded, else one list of mesh-rank placements per slot | placement solvers, text graphs; read by eliminate-alias-round-trips |
 ///
 /// Reserved custom keys (documented here as they are introduced):
 /// - "recomputed_from": original node name, on duplicates made by rematerialization.
 /// - "chunk_region", "chunk_role", "chunk_id", "chunk_orig": chunking passes
 ///   (passes/chunk): region root FQN, role (split_boundary / body / materialization),
 ///   chunk id (0 or 1) and the original node's output name.
+/// - "schedule_rank", "schedule_rs_before": the order a scheduling pass found, recorded
+///   on each compute node (an op with a FLOP formula, exec::has_flop_formula) before it
+///   reorders: the node's rank among the compute nodes, and the output name of the
+///   nearest passcheck::reduce_scatter_tensor before it ("" when none). Written by
+///   prefetch-fsdp-all-gathers (passes/schedule), read by cap-compute-batch-size.
 /// - "chunk_early_accumulation": "1" on adds the chunk pass inserted early for
 ///   parameter-gradient partials.
 struct NodeMeta {
@@ -126,10 +132,13 @@ struct NodeMeta {
   RecomputePolicy recompute = RecomputePolicy::Unset;
   std::optional<int64_t> ac_region_id;
   std::map<std::string, std::string> custom;
+  /// Wanted placement of each operand slot (slot i: operand(i)); empty when none recorded.
+  std::vector<std::vector<Placement>> wanted_placements;
 
   bool operator==(const NodeMeta& o) const {
     return phase == o.phase && module_fqn == o.module_fqn && seq_nr == o.seq_nr &&
-           recompute == o.recompute && ac_region_id == o.ac_region_id && custom == o.custom;
+           recompute == o.recompute && ac_region_id == o.ac_region_id && custom == o.custom &&
+           wanted_placements == o.wanted_placements;
   }
 };
 

@@ -104,6 +104,16 @@ std::string print_node_meta(const NodeMeta& m) {
     }
     parts.push_back(c + "}");
   }
+  if (!m.wanted_placements.empty()) {
+    std::string w = "wants=[";
+    for (size_t slot = 0; slot < m.wanted_placements.size(); ++slot) {
+      w += slot ? ", (" : "(";
+      for (size_t i = 0; i < m.wanted_placements[slot].size(); ++i)
+        w += (i ? ", " : "") + m.wanted_placements[slot][i].str();
+      w += ")";
+    }
+    parts.push_back(w + "]");
+  }
   if (parts.empty()) return "";
   std::string out = "#{";
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
@@ -439,6 +449,13 @@ class Parser {
     expect_word("placed");
     if (!graph_->mesh()) fail_at(line, col, "placements need a 'mesh' line before the graph");
     if (type != ValueType::Tensor) fail_at(line, col, "only tensor values have placements");
+    return parse_placement_tuple(line, col, meta ? static_cast<int64_t>(meta->sizes.size()) : -1);
+  }
+
+  // "(S(0), R)": one placement per mesh dim; `rank` >= 0 bounds a shard's dim. (line, col)
+  // is where the construct started, for a count that does not match the mesh.
+  std::vector<Placement> parse_placement_tuple(int line, int col, int64_t rank) {
+    std::vector<Placement> placements;
     expect('(');
     do {
       skip_space();
@@ -456,9 +473,9 @@ class Parser {
       std::string text(text_.substr(start, pos_ - start));
       std::optional<Placement> p = Placement::parse(text);
       if (!p) fail_at(pline, pcol, "expected a placement (S(dim), R or P(sum|avg|product|min|max)) but found '" + text + "'");
-      if (p->kind == Placement::Kind::Shard && meta && p->dim >= static_cast<int64_t>(meta->sizes.size()))
+      if (p->kind == Placement::Kind::Shard && rank >= 0 && p->dim >= rank)
         fail_at(pline, pcol, "placement " + text + " shards dim " + std::to_string(p->dim) + " of a tensor with " +
-                                 std::to_string(meta->sizes.size()) + " dims");
+                                 std::to_string(rank) + " dims");
       placements.push_back(*p);
     } while (accept(','));
     expect(')');
@@ -907,6 +924,14 @@ class Parser {
         m.recompute = *p;
       } else if (key == "ac_region") {
         m.ac_region_id = parse_int();
+      } else if (key == "wants") {
+        if (!graph_->mesh()) fail_at(value_line, value_col, "wanted placements need a 'mesh' line before the graph");
+        expect('[');
+        do {
+          skip_space();
+          m.wanted_placements.push_back(parse_placement_tuple(line_, col_, -1));
+        } while (accept(','));
+        expect(']');
       } else if (key == "custom") {
         expect('{');
         skip_space();
@@ -919,7 +944,7 @@ class Parser {
         }
         expect('}');
       } else {
-        fail_at(line, col, "unknown node metadata key '" + key + "' (phase, fqn, seq, recompute, ac_region, custom)");
+        fail_at(line, col, "unknown node metadata key '" + key + "' (phase, fqn, seq, recompute, ac_region, custom, wants)");
       }
     } while (accept(','));
     expect('}');

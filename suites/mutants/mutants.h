@@ -24,8 +24,9 @@ struct MutantInfo {
   check::InjectedFaults faults;  ///< what it injects into every call of the real pass
 };
 
-/// Every mutant: the historical ones (bugs 1-3, 9, 10, then 6, 7, 13 of the collectives), then the decision mutants of the
-/// AC and chunk passes, then those of the cleanup passes (excluded decisions left out).
+/// Every mutant: the historical ones (bugs 1-3, 9, 10, then 6, 7, 13 of the collectives,
+/// then 5, 12, 14 of the FSDP, placement and scheduling passes), then the decision mutants
+/// of the AC and chunk passes, then those of the cleanup passes (excluded decisions left out).
 const std::vector<MutantInfo>& all_mutants();
 
 /// Adds every mutant of all_mutants() to `registry`, which must hold the real passes.

@@ -1,0 +1,119 @@
+// force-recompute-fsdp-all-gather on hand-made per-rank graphs: which nodes of an FSDP
+// unshard it tags (and which it must not), the force-save variant, and the property its
+// historical bug 5 breaks: after the pass and remat, no value derived only from an
+// all-gathered parameter is held across the forward/backward boundary. The per-rank
+// llama3 graphs are in suites/dist/fsdp_schedule_test.cpp.
+#include "framework/check/distributed_properties.h"
+#include "framework/check/pipeline.h"
+#include "framework/ir/text.h"
+#include "passes/fsdp/fsdp_passes.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace passcheck {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A forward (ag, wait, t, mm) and a backward reading the transposed gathered weight.
+const char* const kJoint = R"(mesh dp=4 rank 0
+graph(
+    param %w : f32[4, 8] placed(S(0)),
+    arg %x : f32[2, 8],
+    arg %grad : f32[2, 16]):
+  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")
+  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
+  %t : f32[8, 16]{1, 8} = aten::t(%wait)
+  %mm : f32[2, 16] = aten::mm(%x, %t)
+  %t_1 : f32[16, 8] = aten::t(%t)  #{phase=backward}
+  %mm_1 : f32[2, 8] = aten::mm(%grad, %t_1)  #{phase=backward}
+  return (%mm, %mm_1)
+)";
+
+std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "test.graph"); }
+
+std::vector<check::PassRecord> run(const std::string& pipeline, ir::Graph& g) {
+  return check::Pipeline::parse(pipeline).run(g);
+}
+
+const ir::Node* node(const ir::Graph& g, const std::string& name) { return g.find_value(name)->producer(); }
+
+bool recompute_tagged(const ir::Graph& g, const std::string& name) {
+  const ir::Node* n = node(g, name);
+  return n->meta().recompute == ir::RecomputePolicy::MustRecompute &&
+         n->meta().ac_region_id == passes::kFsdpUnshardRegion;
+}
+
+TEST(ForceRecomputeFsdp, TagsTheWholeSingleInputChainButNotItsReaders) {
+  auto g = parse(kJoint);
+  auto records = run("force-recompute-fsdp-all-gather", *g);
+  EXPECT_TRUE(recompute_tagged(*g, "ag"));
+  EXPECT_TRUE(recompute_tagged(*g, "wait"));
+  EXPECT_TRUE(recompute_tagged(*g, "t"));
+  // %t has two users: the walk stops there; mm reads %x as well; backward nodes never.
+  EXPECT_EQ(node(*g, "mm")->meta().recompute, ir::RecomputePolicy::Unset);
+  EXPECT_EQ(node(*g, "t_1")->meta().recompute, ir::RecomputePolicy::Unset);
+  EXPECT_EQ(records.back().stats.at("fsdp_unshards"), 1);
+  EXPECT_EQ(records.back().stats.at("tagged_nodes"), 3);
+}
+
+TEST(ForceRecomputeFsdp, AddOfTheSameValueCountsAsOneInput) {
+  auto g = parse(R"(mesh dp=4 rank 0
+graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 16]):
+  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")
+  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
+  %double : f32[16, 8] = aten::add.Tensor(%wait, %wait, 1)
+  %sum : f32[16, 8] = aten::add.Tensor(%double, %x, 1)
+  return (%sum)
+)");
+  // %sum's shapes do not matter here: only the tags are checked, never executed.
+  run("force-recompute-fsdp-all-gather", *g);
+  EXPECT_TRUE(recompute_tagged(*g, "double"));
+  EXPECT_EQ(node(*g, "sum")->meta().recompute, ir::RecomputePolicy::Unset);
+}
+
+TEST(ForceRecomputeFsdp, LeavesBackwardWaitsAndComputedGathersAlone) {
+  auto g = parse(R"(mesh dp=4 rank 0
+graph(param %w : f32[4, 8] placed(S(0)), arg %a : f32[4, 4]):
+  %pre : f32[4, 8] = aten::mm(%a, %w)
+  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%pre, 4, "dp")
+  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
+  %ag_1 : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")  #{phase=backward}
+  %wait_1 : f32[16, 8] = passcheck::wait_tensor(%ag_1)  #{phase=backward}
+  return (%wait, %wait_1)
+)");
+  auto records = run("force-recompute-fsdp-all-gather", *g);
+  EXPECT_FALSE(records.back().changed);
+  EXPECT_EQ(records.back().guards_refused.at("gathers-computed-value"), 1);
+  EXPECT_EQ(records.back().guards_refused.at("not-forward"), 1);
+}
+
+TEST(ForceRecomputeFsdp, ForceSaveWalksBackOverViewsToTheWait) {
+  auto g = parse(kJoint);
+  run("force-recompute-fsdp-all-gather{reshard-after-forward=false}", *g);
+  EXPECT_EQ(node(*g, "wait")->meta().recompute, ir::RecomputePolicy::MustSave);
+  EXPECT_EQ(node(*g, "wait")->meta().ac_region_id, passes::kFsdpUnshardRegion);
+  EXPECT_EQ(node(*g, "t")->meta().recompute, ir::RecomputePolicy::Unset);
+  EXPECT_EQ(node(*g, "ag")->meta().recompute, ir::RecomputePolicy::Unset);
+}
+
+TEST(ForceRecomputeFsdp, AfterRematNoGatheredWeightCrossesTheBoundary) {
+  auto g = parse(kJoint);
+  // Before any tagging the backward reads the forward's transposed weight.
+  EXPECT_THAT(check::check_gathered_parameters_not_saved(*g), ::testing::SizeIs(1));
+  run("force-recompute-fsdp-all-gather,remat", *g);
+  EXPECT_THAT(check::check_gathered_parameters_not_saved(*g), ::testing::IsEmpty()) << g->print();
+  // The backward transposes a regathered weight; the forward %t serves the forward mm only.
+  EXPECT_EQ(g->find_value("t_1")->producer()->operand(0)->name(), "t_recomputed") << g->print();
+  EXPECT_EQ(g->find_value("t_recomputed")->producer()->operand(0)->producer()->operand(0)->name(), "ag_recomputed");
+}
+
+TEST(ForceRecomputeFsdp, IsIdempotent) {
+  auto g = parse(kJoint);
+  run("force-recompute-fsdp-all-gather", *g);
+  EXPECT_FALSE(run("force-recompute-fsdp-all-gather", *g).back().changed);
+}
+
+}  // namespace
+}  // namespace passcheck
