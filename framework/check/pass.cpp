@@ -198,11 +198,20 @@ void check_faults_declared(const PassInfo& info, const InjectedFaults& faults) {
 // ---- PassRegistry -------------------------------------------------------------------
 
 void PassRegistry::add(PassInfo info, PassFunction run) {
+  if (!run) throw PassConfigError("pass '" + info.name + "' has no function to run");
+  add_checked(std::move(info), RegisteredPass{{}, std::move(run), nullptr});
+}
+
+void PassRegistry::add_module_pass(PassInfo info, ModulePassFunction run) {
+  if (!run) throw PassConfigError("pass '" + info.name + "' has no function to run");
+  add_checked(std::move(info), RegisteredPass{{}, nullptr, std::move(run)});
+}
+
+void PassRegistry::add_checked(PassInfo info, RegisteredPass pass) {
   if (!is_kebab_case(info.name))
     throw PassConfigError("pass name '" + info.name +
                           "' is not kebab-case (lowercase letters and digits, words joined by single '-')");
   if (passes_.count(info.name)) throw PassConfigError("pass '" + info.name + "' is already registered");
-  if (!run) throw PassConfigError("pass '" + info.name + "' has no function to run");
   std::vector<std::string> seen;
   for (const PassOptionInfo& o : info.options) {
     if (!is_option_name(o.name))
@@ -236,7 +245,8 @@ void PassRegistry::add(PassInfo info, PassFunction run) {
     }
   }
   std::string name = info.name;
-  passes_.emplace(name, RegisteredPass{std::move(info), std::move(run)});
+  pass.info = std::move(info);
+  passes_.emplace(name, std::move(pass));
 }
 
 const RegisteredPass& PassRegistry::get(const std::string& name) const {

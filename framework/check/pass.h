@@ -5,6 +5,7 @@
 #pragma once
 
 #include "framework/ir/graph.h"
+#include "framework/ir/module.h"
 
 #include <cstdint>
 #include <functional>
@@ -187,10 +188,18 @@ class Decisions {
 };
 
 using PassFunction = std::function<PassResult(ir::Graph&, const PassOptions&)>;
+/// A pass over a whole module: a partitioner, which takes a module of one joint graph and
+/// leaves its forward and backward parts (framework/ir/module.h).
+using ModulePassFunction = std::function<PassResult(ir::Module&, const PassOptions&)>;
 
 struct RegisteredPass {
   PassInfo info;
+  /// A graph pass: set for every pass except module passes. On a module, a pipeline runs
+  /// it on each part in turn.
   PassFunction run;
+  /// A module pass (partitioners): set instead of `run`.
+  ModulePassFunction run_module;
+  bool is_module_pass() const { return static_cast<bool>(run_module); }
 };
 
 /// Every pass passcheck knows, by name. Built-in passes register through
@@ -202,6 +211,8 @@ class PassRegistry {
   /// never changed, so threads share it freely; a registry with more passes is a copy.
   static const PassRegistry& global();
   void add(PassInfo info, PassFunction run);
+  /// Registers a module pass (a partitioner); same naming and option rules as add().
+  void add_module_pass(PassInfo info, ModulePassFunction run);
   /// Throws PassConfigError listing the known passes.
   const RegisteredPass& get(const std::string& name) const;
   bool contains(const std::string& name) const { return passes_.count(name) > 0; }
@@ -210,6 +221,7 @@ class PassRegistry {
   std::string catalogue() const;
 
  private:
+  void add_checked(PassInfo info, RegisteredPass pass);
   std::map<std::string, RegisteredPass> passes_;
 };
 

@@ -66,8 +66,15 @@ class Pipeline {
  public:
   Pipeline(std::vector<PassInvocation> passes, const PassRegistry& registry = PassRegistry::global());
   static Pipeline parse(const std::string& text, const PassRegistry& registry = PassRegistry::global());
-  /// Runs every pass on `graph`; throws PassFailure on the first broken invariant.
+  /// Runs every pass on `graph`; throws PassFailure on the first broken invariant, and
+  /// PassConfigError when the pipeline holds a module pass (a partitioner needs run(Module&)).
   std::vector<PassRecord> run(ir::Graph& graph, const PipelineOptions& options = {}) const;
+  /// Runs every pass on `module`: a graph pass on each part in turn (one record per part,
+  /// labelled "pass@part" when the module has several parts), a module pass on the whole;
+  /// the module verifier (verify_module) runs after every pass.
+  std::vector<PassRecord> run(ir::Module& module, const PipelineOptions& options = {}) const;
+  /// True when a pass of the pipeline is a module pass (a partitioner).
+  bool has_module_pass() const;
   const std::vector<PassInvocation>& passes() const { return passes_; }
   std::string str() const;
 
