@@ -1,0 +1,104 @@
+// Helpers the partitioner suites share (unit, property, mutants): traced debug models,
+// the per-rank FSDP llama3 graph from the CLI, and running a joint graph against a
+// partitioned module bit for bit.
+#pragma once
+
+#include "framework/check/compare.h"
+#include "framework/exec/executor.h"
+#include "framework/exec/inputs.h"
+#include "framework/exec/module_executor.h"
+#include "framework/ir/text.h"
+#include "oracles/training_driver.h"
+#include "passes/partition/partition_passes.h"
+#include "suites/support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace passcheck::testing {
+
+/// A debug model's joint graph and inputs for it (llama3 shortened to batch 1, 16 tokens).
+struct TracedJoint {
+  std::shared_ptr<ir::Graph> graph;
+  std::vector<c10::IValue> inputs;
+};
+
+inline const TracedJoint& traced_joint(const std::string& model) {
+  static std::map<std::string, TracedJoint> cache;
+  auto it = cache.find(model);
+  if (it != cache.end()) return it->second;
+  models::SubjectOptions options;
+  if (model == "llama3") {
+    options.batch_size = 1;
+    options.seq_len = 16;
+  }
+  auto subject = models::make_subject(model, options);
+  trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), false);
+  TracedJoint m{program.shared_graph(), program.make_graph_inputs(subject->batch(1))};
+  return cache.emplace(model, std::move(m)).first->second;
+}
+
+/// Rank 0's graph of llama3 under FSDP on dp=2, as `passcheck trace` prints it.
+inline std::unique_ptr<ir::Graph> fsdp_llama3_rank_graph() {
+  CommandResult r = run_command(passcheck_binary() + " trace --model llama3 --parallel fsdp --mesh dp=2 2>/dev/null");
+  if (r.exit_code != 0) throw std::runtime_error("passcheck trace failed: " + r.output);
+  return ir::parse_graph(r.output, "llama3-fsdp-dp2");
+}
+
+/// Adds a failure per output of `module` that differs from `joint`'s bit for bit.
+inline void expect_module_matches_joint(const ir::Graph& joint, const ir::Module& module,
+                                        const std::vector<c10::IValue>& inputs) {
+  exec::Executor joint_exec(joint);
+  std::vector<c10::IValue> expected = joint_exec.run(inputs);
+  exec::ModuleExecutor module_exec(module);
+  std::vector<c10::IValue> actual = module_exec.run(inputs);
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (!expected[i].isTensor()) continue;
+    check::TensorComparison c =
+        check::compare_bitwise("output " + std::to_string(i), expected[i].toTensor(), actual[i].toTensor());
+    EXPECT_TRUE(c.equal) << c.describe();
+  }
+}
+
+/// The budgets the monotonicity property tries, largest first.
+inline const std::vector<double>& budget_ladder() {
+  static const std::vector<double> ladder = {1.0, 0.9, 0.75, 0.5, 0.25, 0.1, 0.0};
+  return ladder;
+}
+
+/// The partition-min-cut memory-budget property: along budget_ladder(), the saved bytes
+/// never grow as the budget shrinks. Returns the violation (both budgets and their
+/// bytes) or nullopt; nullopt too when min-cut refuses the graph. `faults` make a mutant.
+inline std::optional<std::string> budget_monotonicity_violation(const ir::Graph& joint,
+                                                                const check::InjectedFaults& faults = {}) {
+  const check::PassInfo info = passes::partition_min_cut_pass_info();
+  const check::PassOptions options = check::PassOptions(info, {}).with_faults(faults);
+  const passes::Classification classes = passes::classify_nodes(joint);
+  int64_t previous_bytes = 0;
+  double previous_budget = 0;
+  for (double budget : budget_ladder()) {
+    check::PassResult scratch;
+    check::Decisions d(scratch, options);
+    passes::MinCutOptions cut_options;
+    cut_options.memory_budget = budget;
+    int64_t bytes = 0;
+    try {
+      bytes = passes::min_cut_saved_values(joint, classes, cut_options, d).saved_bytes;
+    } catch (const check::RefusedInput&) {
+      return std::nullopt;
+    }
+    if (budget < 1.0 && bytes > previous_bytes)
+      return "memory-budget " + std::to_string(budget) + " saves " + std::to_string(bytes) + " bytes, more than the " +
+             std::to_string(previous_bytes) + " bytes of budget " + std::to_string(previous_budget);
+    previous_bytes = bytes;
+    previous_budget = budget;
+  }
+  return std::nullopt;
+}
+
+}  // namespace passcheck::testing
