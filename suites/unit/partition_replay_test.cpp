@@ -2,7 +2,7 @@
 // "Partitioners"), ported from its 13 upstream unit tests (tagging in the first compile,
 // partition-save-all in the second), each named after the upstream behaviour it checks.
 #include "passes/partition/partition_passes.h"
-#include "suites/support/partition_support.h"
+#include "suites/unit/partition_test_support.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 // round trip relies.
 #include "passes/cleanup/cleanup_passes.h"
 #include "passes/partition/partition_passes.h"
-#include "suites/support/partition_support.h"
+#include "suites/unit/partition_test_support.h"
 
 #include <gtest/gtest.h>
 

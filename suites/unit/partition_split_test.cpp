@@ -3,7 +3,7 @@
 // every saved set tried, a re-imported module runs like the module, and min-cut's
 // decisions follow PyTorch's rules on small graphs written out by hand.
 #include "passes/partition/partition_passes.h"
-#include "suites/support/partition_support.h"
+#include "suites/unit/partition_test_support.h"
 
 #include <gtest/gtest.h>
 

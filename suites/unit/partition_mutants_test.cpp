@@ -1,9 +1,9 @@
-// The partitioner mutants are caught: historical bug 8 (the second partition recomputes
+// The partitioner mutants (suites/mutants/partition_mutants.cpp) are caught: historical bug 8 (the second partition recomputes
 // differently) and 16 (cse drops the later duplicate's save tag) by the partition round
 // trip, with a message naming the value saved by one partition only.
 #include "passes/partition/partition_passes.h"
 #include "suites/mutants/mutants.h"
-#include "suites/support/partition_support.h"
+#include "suites/unit/partition_test_support.h"
 
 #include <gtest/gtest.h>
 
