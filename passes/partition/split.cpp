@@ -152,7 +152,8 @@ SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Valu
     copy->meta().custom[recomputed_from_key()] = p->output(0)->name();
     copy->meta().custom.erase(ap_must_save_key());
     copy->meta().custom.erase(ap_save_outputs_key());
-    for (size_t i = 0; i < p->num_outputs(); ++i) bmap[p->output(i)] = copy->output(i);
+    // A saved sibling output stays linked: the recomputed copy serves the others.
+    for (size_t i = 0; i < p->num_outputs(); ++i) bmap.emplace(p->output(i), copy->output(i));
     ++result.recomputed_nodes;
   };
   for (const ir::Node* n : joint.nodes()) {

@@ -3,6 +3,7 @@
 // min-cut's decisions (same forward all_gather count, same saved set, same peak), and
 // runs like the joint graph. Also cse's metadata merge (historical bug 16) on which the
 // round trip relies.
+#include "framework/exec/op_properties.h"
 #include "passes/cleanup/cleanup_passes.h"
 #include "passes/partition/partition_passes.h"
 #include "suites/unit/partition_test_support.h"
@@ -32,6 +33,41 @@ TEST(RoundTripFsdp, Llama3RankGraphKeepsItsAllGatherCountAndSavedSet) {
   EXPECT_TRUE(rt.agree()) << rt.report();
   EXPECT_GT(rt.first_summary.forward_all_gathers, 0);
   EXPECT_EQ(rt.first_summary.forward_all_gathers, rt.second_summary.forward_all_gathers);
+  std::cout << rt.report();
+}
+
+// force_recompute_fsdp_all_gather as autoparallel main does it (after #469 and seed
+// 467's fix 1): the all_gather, its wait and the chain of views downstream of the wait
+// are MUST_RECOMPUTE, so the backward gathers the weights again.
+int64_t force_recompute_all_gathers(ir::Graph& g) {
+  int64_t tagged = 0;
+  for (ir::Node* n : g.nodes()) {
+    if (n->op() != "passcheck::all_gather_into_tensor" || n->meta().phase == ir::Phase::Backward) continue;
+    std::vector<ir::Node*> chain{n};
+    while (!chain.empty()) {
+      ir::Node* c = chain.back();
+      chain.pop_back();
+      c->meta().recompute = ir::RecomputePolicy::MustRecompute;
+      ++tagged;
+      for (const ir::Use& u : c->output(0)->uses())
+        if (!u.is_graph_output() && u.user->meta().phase != ir::Phase::Backward &&
+            (u.user->op() == "passcheck::wait_tensor" || exec::aliases_input(*u.user)))
+          chain.push_back(u.user);
+    }
+  }
+  return tagged;
+}
+
+TEST(RoundTripFsdp, Llama3RankGraphWithRecomputedAllGathersKeepsItsCounts) {
+  std::unique_ptr<ir::Graph> rank = testing::fsdp_llama3_rank_graph();
+  ASSERT_GT(force_recompute_all_gathers(*rank), 0);
+  passes::RoundTripResult rt = passes::partition_round_trip(*rank);
+  EXPECT_TRUE(rt.agree()) << rt.report();
+  EXPECT_EQ(rt.first_summary.forward_all_gathers, rt.second_summary.forward_all_gathers);
+  int64_t backward_gathers = 0;
+  for (const ir::Node* n : rt.first.parts[1].graph->nodes())
+    backward_gathers += n->op() == "passcheck::all_gather_into_tensor";
+  EXPECT_GT(backward_gathers, 0);
   std::cout << rt.report();
 }
 
