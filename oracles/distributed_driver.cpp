@@ -38,7 +38,7 @@ CollectiveCounts count_collectives(const ir::Graph& graph) {
 namespace {
 
 models::ParallelPlan plan_of(const models::SubjectOptions& subject, const std::string& model) {
-  std::optional<models::ParallelPlan> plan = models::resolve_plan(model, subject.parallel, {"fsdp", "tp", "ep"});
+  std::optional<models::ParallelPlan> plan = models::resolve_plan(model, subject.parallel, {"fsdp", "fsdp2d", "tp", "ep"});
   if (!plan) throw std::invalid_argument("the distributed driver needs a parallel plan (SubjectOptions::parallel)");
   return *plan;
 }

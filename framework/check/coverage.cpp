@@ -152,18 +152,29 @@ void Coverage::add_refusal(const std::string& pass, const RefusedInput& refusal)
 
 PassRegistry counting_registry(const PassRegistry& registry, Coverage* coverage) {
   PassRegistry out;
+  // Counts a pass's decisions, also those up to a refusal, around any kind of pass.
+  auto counted = [coverage](const std::string& name, auto run) {
+    try {
+      PassResult result = run();
+      coverage->add(name, result);
+      return result;
+    } catch (const RefusedInput& refusal) {
+      coverage->add_refusal(name, refusal);
+      throw;
+    }
+  };
   for (const RegisteredPass* p : registry.list()) {
     std::string name = p->info.name;
+    if (p->is_module_pass()) {
+      ModulePassFunction run = p->run_module;
+      out.add_module_pass(p->info, [name, run, counted](ir::Module& module, const PassOptions& options) {
+        return counted(name, [&] { return run(module, options); });
+      });
+      continue;
+    }
     PassFunction run = p->run;
-    out.add(p->info, [name, run, coverage](ir::Graph& graph, const PassOptions& options) {
-      try {
-        PassResult result = run(graph, options);
-        coverage->add(name, result);
-        return result;
-      } catch (const RefusedInput& refusal) {
-        coverage->add_refusal(name, refusal);
-        throw;
-      }
+    out.add(p->info, [name, run, counted](ir::Graph& graph, const PassOptions& options) {
+      return counted(name, [&] { return run(graph, options); });
     });
   }
   return out;

@@ -4,9 +4,12 @@
 #include "framework/check/compare.h"
 #include "framework/check/memory_estimate.h"
 #include "framework/exec/executor.h"
+#include "framework/exec/module_executor.h"
 #include "framework/ir/text.h"
 
 #include <ATen/ATen.h>
+
+#include <optional>
 
 namespace passcheck::check {
 
@@ -24,6 +27,33 @@ std::vector<c10::IValue> run_graph(const ir::Graph& g, const std::vector<c10::IV
   for (const c10::IValue& v : inputs) fresh.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
   return exec::Executor(g, options).run(fresh);
 }
+
+// What the pipeline leaves: the graph, or a module when it holds a partitioner.
+struct Rewritten {
+  std::unique_ptr<ir::Graph> graph;
+  std::optional<ir::Module> module;
+
+  Rewritten clone() const {
+    Rewritten r;
+    if (module) r.module = module->clone();
+    else r.graph = graph->clone();
+    return r;
+  }
+  std::vector<PassRecord> run(const Pipeline& pipeline) { return module ? pipeline.run(*module) : pipeline.run(*graph); }
+  std::string print() const { return module ? module->print() : graph->print(); }
+  std::string reprint(const std::string& text) const {
+    return module ? ir::parse_module(text, "<result>").print() : ir::parse_graph(text, "<result>")->print();
+  }
+  std::vector<c10::IValue> execute(const std::vector<c10::IValue>& inputs) const {
+    if (!module) return run_graph(*graph, inputs);
+    at::manual_seed(kRunSeed);
+    exec::ExecutorOptions options;
+    options.check_metadata = true;
+    std::vector<c10::IValue> fresh;
+    for (const c10::IValue& v : inputs) fresh.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
+    return exec::ModuleExecutor(*module, options).run(fresh);
+  }
+};
 }  // namespace
 
 PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vector<c10::IValue>& inputs,
@@ -31,9 +61,11 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
   PassPropertyReport report;
   auto& v = report.violations;
   Pipeline pipeline = Pipeline::parse(pipeline_text, registry);
-  std::unique_ptr<ir::Graph> g = graph.clone();
+  Rewritten g;
+  if (pipeline.has_module_pass()) g.module = ir::Module::of_graph(graph.clone());
+  else g.graph = graph.clone();
   try {
-    report.records = pipeline.run(*g);
+    report.records = g.run(pipeline);
   } catch (const PassFailure& failure) {
     v.push_back(failure.what());
     return report;
@@ -42,9 +74,9 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
   // Idempotence: every pass that declares it, run again on its own result.
   for (const PassInvocation& pass : pipeline.passes()) {
     if (!registry.get(pass.name).info.idempotent) continue;
-    std::unique_ptr<ir::Graph> again = g->clone();
+    Rewritten again = g.clone();
     try {
-      auto records = Pipeline({pass}, registry).run(*again);
+      auto records = again.run(Pipeline({pass}, registry));
       if (records.at(0).changed) v.push_back(pass.str() + " is declared idempotent but changed the graph on a second run");
     } catch (const PassFailure& failure) {
       v.push_back(std::string("second run: ") + failure.what());
@@ -52,9 +84,9 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
   }
 
   // Text identity of the result.
-  std::string printed = g->print();
+  std::string printed = g.print();
   try {
-    if (ir::parse_graph(printed, "<result>")->print() != printed) v.push_back("print -> parse -> print is not the identity");
+    if (g.reprint(printed) != printed) v.push_back("print -> parse -> print is not the identity");
   } catch (const ir::ParseError& e) {
     v.push_back(std::string("the result does not parse back: ") + e.what());
   }
@@ -65,19 +97,19 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
     preserves &= effect != NumericsEffect::Changes;
     memory_only |= effect == NumericsEffect::MemoryOnly;
   }
-  if (memory_only) {
+  if (memory_only && g.graph) {
     // The promise of a memory-only pass: recomputable values are no longer held from the
     // forward into the backward. (Its effect on the overall peak depends on the tags:
     // recomputing a chain can need more temporaries than the one value it saves.)
     int64_t was = estimate_memory(graph).recomputable_live_at_backward_start;
-    int64_t now = estimate_memory(*g).recomputable_live_at_backward_start;
+    int64_t now = estimate_memory(*g.graph).recomputable_live_at_backward_start;
     if (now > was)
       v.push_back("bytes of recomputable values held from the forward into the backward grew from " +
                   std::to_string(was) + " to " + std::to_string(now));
   }
   if (preserves) {
     try {
-      std::vector<c10::IValue> expected = run_graph(graph, inputs), actual = run_graph(*g, inputs);
+      std::vector<c10::IValue> expected = run_graph(graph, inputs), actual = g.execute(inputs);
       if (expected.size() != actual.size()) {
         v.push_back("the graph returns " + std::to_string(actual.size()) + " outputs instead of " +
                     std::to_string(expected.size()));

@@ -230,54 +230,122 @@ std::string Pipeline::str() const {
   return out;
 }
 
+namespace {
+
+// The gate's checks after one pass, on any subject (a graph or a module): the changed
+// claim against the hash, the verifier, the declared decisions. Fills `record`.
+template <typename Subject, typename Verify>
+void gate(const RegisteredPass& pass, PassRecord& record, PassResult result, const Subject& subject,
+          uint64_t hash_before, const PipelineOptions& options, Verify verify) {
+  if (options.check_changed_claim) {
+    bool differs = subject.hash() != hash_before;
+    if (!result.changed && differs) throw PassFailure(record.pass, "reported no change but the graph changed");
+    if (result.changed && !differs) throw PassFailure(record.pass, "reported a change but the graph is identical");
+  }
+  if (options.verify_each) {
+    std::vector<VerifierIssue> issues = verify(subject);
+    if (!issues.empty()) {
+      std::string message = issues.front().message;
+      if (issues.size() > 1) message += " (+" + std::to_string(issues.size() - 1) + " more)";
+      throw PassFailure(record.pass, message);
+    }
+  }
+  // A decision the pass does not declare can be neither covered nor mutated: it is
+  // as much a broken promise as a false changed flag.
+  for (const auto& [rule, n] : result.rules_fired)
+    if (!pass.info.declares_rule(rule)) throw PassFailure(record.pass, "reported undeclared rule '" + rule + "'");
+  for (const auto& [guard, n] : result.guards_refused)
+    if (!pass.info.declares_guard(guard)) throw PassFailure(record.pass, "reported undeclared guard '" + guard + "'");
+  record.changed = result.changed;
+  record.stats = std::move(result.stats);
+  record.rules_fired = std::move(result.rules_fired);
+  record.guards_refused = std::move(result.guards_refused);
+}
+
+template <typename Run>
+PassResult run_guarded(const std::string& label, Run run) {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    throw PassFailure(label, std::string("the pass threw: ") + e.what());
+  } catch (...) {
+    throw PassFailure(label, "the pass threw a non-standard exception");
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One graph pass on one graph, through the gate.
+PassRecord run_graph_pass(const RegisteredPass& pass, const PassOptions& pass_options, const std::string& label,
+                          ir::Graph& graph, const PipelineOptions& options) {
+  PassRecord record;
+  record.pass = label;
+  record.nodes_before = graph.num_nodes();
+  if (options.dump) options.dump("before", record.pass, graph);
+  uint64_t hash_before = options.check_changed_claim ? graph.hash() : 0;
+  auto start = std::chrono::steady_clock::now();
+  PassResult result = run_guarded(record.pass, [&] { return pass.run(graph, pass_options); });
+  record.seconds = seconds_since(start);
+  // Dumped before the checks, so the graph that fails them can be inspected.
+  if (options.dump) options.dump("after", record.pass, graph);
+  gate(pass, record, std::move(result), graph, hash_before, options, [](const ir::Graph& g) { return verify_graph(g); });
+  record.nodes_after = graph.num_nodes();
+  return record;
+}
+
+}  // namespace
+
+bool Pipeline::has_module_pass() const {
+  for (const PassInvocation& inv : passes_)
+    if (registry_->get(inv.name).is_module_pass()) return true;
+  return false;
+}
+
 std::vector<PassRecord> Pipeline::run(ir::Graph& graph, const PipelineOptions& options) const {
+  for (const PassInvocation& inv : passes_)
+    if (registry_->get(inv.name).is_module_pass())
+      throw PassConfigError("pass '" + inv.name +
+                            "' splits the graph into a module of several graphs; run the pipeline on a module");
   std::vector<PassRecord> records;
   for (const PassInvocation& inv : passes_) {
     const RegisteredPass& pass = registry_->get(inv.name);
     PassOptions pass_options(pass.info, inv.options);
-    PassRecord record;
-    record.pass = label(inv, pass_options);
-    record.nodes_before = graph.num_nodes();
-    if (options.dump) options.dump("before", record.pass, graph);
-    uint64_t hash_before = options.check_changed_claim ? graph.hash() : 0;
+    records.push_back(run_graph_pass(pass, pass_options, label(inv, pass_options), graph, options));
+  }
+  return records;
+}
 
-    PassResult result;
-    auto start = std::chrono::steady_clock::now();
-    try {
-      result = pass.run(graph, pass_options);
-    } catch (const std::exception& e) {
-      throw PassFailure(record.pass, std::string("the pass threw: ") + e.what());
-    } catch (...) {
-      throw PassFailure(record.pass, "the pass threw a non-standard exception");
-    }
-    record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    // Dumped before the checks, so the graph that fails them can be inspected.
-    if (options.dump) options.dump("after", record.pass, graph);
-
-    if (options.check_changed_claim) {
-      bool differs = graph.hash() != hash_before;
-      if (!result.changed && differs) throw PassFailure(record.pass, "reported no change but the graph changed");
-      if (result.changed && !differs) throw PassFailure(record.pass, "reported a change but the graph is identical");
-    }
-    if (options.verify_each) {
-      std::vector<VerifierIssue> issues = verify_graph(graph);
-      if (!issues.empty()) {
-        std::string message = issues.front().message;
-        if (issues.size() > 1) message += " (+" + std::to_string(issues.size() - 1) + " more)";
-        throw PassFailure(record.pass, message);
+std::vector<PassRecord> Pipeline::run(ir::Module& module, const PipelineOptions& options) const {
+  std::vector<PassRecord> records;
+  for (const PassInvocation& inv : passes_) {
+    const RegisteredPass& pass = registry_->get(inv.name);
+    PassOptions pass_options(pass.info, inv.options);
+    const std::string name = label(inv, pass_options);
+    if (!pass.is_module_pass()) {
+      for (ir::ModulePart& part : module.parts) {
+        std::string part_label = module.parts.size() > 1 ? name + "@" + part.name : name;
+        records.push_back(run_graph_pass(pass, pass_options, part_label, *part.graph, options));
       }
+      if (options.verify_each) {
+        // A graph pass may change a part's inputs or outputs under its links.
+        std::vector<VerifierIssue> issues = verify_module(module);
+        if (!issues.empty()) throw PassFailure(name, issues.front().message);
+      }
+      continue;
     }
-    // A decision the pass does not declare can be neither covered nor mutated: it is
-    // as much a broken promise as a false changed flag.
-    for (const auto& [rule, n] : result.rules_fired)
-      if (!pass.info.declares_rule(rule)) throw PassFailure(record.pass, "reported undeclared rule '" + rule + "'");
-    for (const auto& [guard, n] : result.guards_refused)
-      if (!pass.info.declares_guard(guard)) throw PassFailure(record.pass, "reported undeclared guard '" + guard + "'");
-    record.nodes_after = graph.num_nodes();
-    record.changed = result.changed;
-    record.stats = std::move(result.stats);
-    record.rules_fired = std::move(result.rules_fired);
-    record.guards_refused = std::move(result.guards_refused);
+    PassRecord record;
+    record.pass = name;
+    record.nodes_before = module.num_nodes();
+    uint64_t hash_before = options.check_changed_claim ? module.hash() : 0;
+    auto start = std::chrono::steady_clock::now();
+    PassResult result = run_guarded(name, [&] { return pass.run_module(module, pass_options); });
+    record.seconds = seconds_since(start);
+    if (options.dump)
+      for (const ir::ModulePart& part : module.parts) options.dump("after", name + "@" + part.name, *part.graph);
+    gate(pass, record, std::move(result), module, hash_before, options, [](const ir::Module& m) { return verify_module(m); });
+    record.nodes_after = module.num_nodes();
     records.push_back(std::move(record));
   }
   return records;

@@ -331,4 +331,80 @@ void verify_or_throw(const ir::Graph& graph, const std::string& context) {
   throw std::runtime_error(message);
 }
 
+namespace {
+
+std::string describe_type(const ir::Value& v) {
+  std::string out = ir::to_string(v.type());
+  if (v.meta()) out += std::string(" ") + ir::dtype_short_name(v.meta()->dtype) + ir::format_int_list(v.meta()->sizes);
+  return out;
+}
+
+bool same_declaration(const ir::Value& a, const ir::Value& b) {
+  return a.type() == b.type() && a.meta() == b.meta() && a.placements() == b.placements();
+}
+
+}  // namespace
+
+std::vector<VerifierIssue> verify_module(const ir::Module& m) {
+  std::vector<VerifierIssue> issues;
+  auto issue = [&](const std::string& message) { issues.push_back(VerifierIssue{message}); };
+  std::map<std::string, const ir::Value*> module_inputs;  // first declaration of each
+  std::set<std::string> declared(m.input_names.begin(), m.input_names.end());
+  if (declared.size() != m.input_names.size()) issue("the module lists an input twice");
+  std::set<std::string> names;
+  for (size_t p = 0; p < m.parts.size(); ++p) {
+    const ir::ModulePart& part = m.parts[p];
+    const std::string where = "part '" + part.name + "'";
+    if (!names.insert(part.name).second) issue(where + " is defined twice");
+    if (!part.graph) {
+      issue(where + " has no graph");
+      continue;
+    }
+    for (VerifierIssue& i : verify_graph(*part.graph)) issue(where + ": " + i.message);
+    const auto& inputs = part.graph->inputs();
+    if (part.input_sources.size() != inputs.size()) {
+      issue(where + " has " + std::to_string(inputs.size()) + " inputs but " +
+            std::to_string(part.input_sources.size()) + " input sources");
+      continue;
+    }
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      const ir::Value& in = *inputs[s];
+      const auto& src = part.input_sources[s];
+      if (!src) {
+        if (!declared.count(in.name())) {
+          issue(where + " input %" + in.name() + " has no source and is not a module input");
+          continue;
+        }
+        auto [it, first] = module_inputs.emplace(in.name(), &in);
+        if (!first && (!same_declaration(*it->second, in) || it->second->role() != in.role()))
+          issue(where + " declares module input %" + in.name() + " as " + ir::to_string(in.role()) + " " +
+                describe_type(in) + ", unlike an earlier part (" + ir::to_string(it->second->role()) + " " +
+                describe_type(*it->second) + ")");
+        continue;
+      }
+      if (src->part >= p) {
+        issue(where + " input %" + in.name() + " is linked to a part that does not come before it");
+        continue;
+      }
+      const ir::Graph& from = *m.parts[src->part].graph;
+      if (src->output >= from.outputs().size()) {
+        issue(where + " input %" + in.name() + " is linked to output " + std::to_string(src->output) + " of part '" +
+              m.parts[src->part].name + "', which has " + std::to_string(from.outputs().size()) + " outputs");
+        continue;
+      }
+      const ir::Value& out = *from.outputs()[src->output];
+      if (!same_declaration(out, in))
+        issue(where + " input %" + in.name() + " (" + describe_type(in) + ") is linked to %" + out.name() + " (" +
+              describe_type(out) + ") of part '" + m.parts[src->part].name + "', which differs");
+    }
+  }
+  for (size_t r = 0; r < m.outputs.size(); ++r) {
+    const ir::PartOutput& o = m.outputs[r];
+    if (o.part >= m.parts.size() || !m.parts[o.part].graph || o.output >= m.parts[o.part].graph->outputs().size())
+      issue("module result " + std::to_string(r) + " names part " + std::to_string(o.part) + " output " +
+            std::to_string(o.output) + ", which does not exist");
+  }
+  return issues;
+}
+
 }  // namespace passcheck::check

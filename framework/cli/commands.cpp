@@ -180,6 +180,17 @@ std::string format_pass_table(const std::vector<check::PassRecord>& records,
 
 }  // namespace
 
+std::vector<check::PassRecord> apply_pipeline(trace::TracedProgram& program, const check::Pipeline& pipeline,
+                                              const check::PipelineOptions& options,
+                                              const std::function<void(const ir::Module&)>& after_module) {
+  if (!pipeline.has_module_pass()) return pipeline.run(program.mutable_graph(), options);
+  ir::Module module = ir::Module::of_graph(program.graph().clone());
+  std::vector<check::PassRecord> records = pipeline.run(module, options);
+  if (after_module) after_module(module);
+  program.run_as_module(std::move(module));
+  return records;
+}
+
 // The eager oracle's checkpointing: "none", a policy name, or "auto" (mirror the AC
 // passes of the pipeline: sac-tag's policy and selectors, or apply-ac's mode).
 std::optional<oracles::EagerCheckpointConfig> eager_checkpoint_for(const std::string& choice,
@@ -257,7 +268,7 @@ int run_check(const CheckArgs& args) {
           std::snprintf(name, sizeof name, "/%02d-%s-", when == "before" ? dump_index : dump_index++, when.c_str());
           io::write_file(args.dump_dir + name + pass.substr(0, pass.find('{')) + ".graph", g.print(), "pass dump");
         };
-        records = pipeline->run(graph, popts);
+        records = apply_pipeline(program, *pipeline, popts);
       };
     }
     // Each step's row is printed as soon as the step finishes (a long run shows

@@ -45,6 +45,11 @@ struct RankCheck {
   oracles::DriverReport report;
   size_t traced_nodes = 0;
   oracles::CollectiveCounts collectives;
+  /// With --pipeline: nodes and collectives after it (over every part of a partitioned
+  /// module) and the bytes the forward part saves for the backward (0 without a partition).
+  std::optional<size_t> nodes_after;
+  oracles::CollectiveCounts collectives_after;
+  int64_t saved_bytes = 0;
   std::string error;
   /// Rank 0's sharded-vs-single-rank comparison, when asked for.
   std::optional<oracles::ShardedComparison> single_rank;
@@ -97,9 +102,26 @@ RankCheck check_rank(const CheckArgs& args, const dist::DeviceMesh& mesh, int64_
       io::write_file(args.dump_dir + "/rank" + std::to_string(rank) + "-" + stage + ".graph", g.print(), "rank graph");
     };
     dump("traced", graph);
-    if (pipeline) {
-      pipeline->run(graph);
+    if (pipeline)
+      apply_pipeline(program, *pipeline, {}, [&](const ir::Module& module) {
+        result.saved_bytes = module.parts.size() > 1 ? module.linked_bytes(0) : 0;
+        result.nodes_after = module.num_nodes();
+        for (const ir::ModulePart& part : module.parts) {
+          oracles::CollectiveCounts c = oracles::count_collectives(*part.graph);
+          result.collectives_after.all_gather += c.all_gather;
+          result.collectives_after.reduce_scatter += c.reduce_scatter;
+          result.collectives_after.all_reduce += c.all_reduce;
+          result.collectives_after.all_to_all += c.all_to_all;
+          result.collectives_after.wait += c.wait;
+        }
+        if (!args.dump_dir.empty())
+          io::write_file(args.dump_dir + "/rank" + std::to_string(rank) + "-after-pipeline.module", module.print(),
+                         "rank module");
+      });
+    if (pipeline && !program.module()) {
       dump("after-pipeline", graph);
+      result.nodes_after = graph.num_nodes();
+      result.collectives_after = oracles::count_collectives(graph);
     }
   };
   oracles::RankDriverReport rank_report = oracles::run_rank_traced_vs_eager(options);
@@ -162,6 +184,25 @@ dist::DeviceMesh validate(const CheckArgs& args) {
   return mesh;
 }
 
+// With a pipeline: what it left on each rank (collectives after fusion, the saved bytes
+// of a partition).
+std::string after_pipeline_rows(const std::vector<RankCheck>& ranks) {
+  std::string out = "after the pipeline:\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-5s %6s %10s %14s %5s %12s\n", "rank", "nodes", "all_gather", "reduce_scatter",
+                "wait", "saved_bytes");
+  out += line;
+  for (const RankCheck& r : ranks) {
+    if (!r.nodes_after) continue;
+    std::snprintf(line, sizeof line, "%-5lld %6zu %10lld %14lld %5lld %12lld\n", static_cast<long long>(r.rank),
+                  *r.nodes_after, static_cast<long long>(r.collectives_after.all_gather),
+                  static_cast<long long>(r.collectives_after.reduce_scatter),
+                  static_cast<long long>(r.collectives_after.wait), static_cast<long long>(r.saved_bytes));
+    out += line;
+  }
+  return out;
+}
+
 int report_ranks(const CheckArgs& args, const dist::DeviceMesh& mesh, const std::vector<RankCheck>& ranks,
                  const std::string& backend) {
   std::cout << "passcheck check: " << args.model << ", parallel " << args.parallel << " on mesh " << mesh.str()
@@ -176,6 +217,7 @@ int report_ranks(const CheckArgs& args, const dist::DeviceMesh& mesh, const std:
     std::cout << table_row(mesh, r);
     all_equal = all_equal && r.equal();
   }
+  if (!args.pipeline.empty()) std::cout << after_pipeline_rows(ranks);
   for (const RankCheck& r : ranks) {
     if (!r.error.empty()) std::cout << "\nrank " << r.rank << " failed: " << r.error << "\n";
     else if (args.verbose || !r.report.equal()) std::cout << "\nrank " << r.rank << ":\n" << r.report.format();
@@ -236,6 +278,7 @@ int run_as_gloo_rank(const CheckArgs& args, const dist::DeviceMesh& mesh) {
     communicator->mark_stopped("failed (" + result.error + ")");
   }
   std::cout << table_header() << table_row(mesh, result);
+  if (!args.pipeline.empty()) std::cout << after_pipeline_rows({result});
   if (!result.error.empty()) std::cout << "rank " << result.rank << " failed: " << result.error << "\n";
   else if (args.verbose || !result.report.equal()) std::cout << result.report.format();
   if (result.single_rank && !result.single_rank->parameters.empty())

@@ -14,6 +14,7 @@
 
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <iostream>
 
 namespace passcheck::cli {
@@ -27,24 +28,54 @@ std::string format_record(const check::PassRecord& r) {
   return line;
 }
 
+check::Pipeline parse_pipeline_for(const std::string& pipeline_text, bool mutants) {
+  return check::Pipeline::parse(pipeline_text,
+                                mutants ? mutants::registry_with_mutants() : check::PassRegistry::global());
+}
+
+void log_records(const std::vector<check::PassRecord>& records, std::ostream& log, const char* command) {
+  for (const check::PassRecord& r : records) log << "passcheck " << command << ": " << format_record(r) << "\n";
+}
+
+// What a graph file becomes after a pipeline: a graph, or a module when the pipeline
+// holds a partitioner (or the file already was a module).
+struct Optimized {
+  std::unique_ptr<ir::Graph> graph;
+  std::optional<ir::Module> module;
+  std::string print() const { return module ? module->print() : graph->print(); }
+};
+
 // Runs the pipeline behind the gate, printing one line per pass to `log`. With
 // `mutants` the known-buggy passes (suites/mutants) can be named too: a way to see what
 // the gate and equiv report for a wrong pass.
-void optimize(ir::Graph& graph, const std::string& pipeline_text, bool mutants, std::ostream& log,
-              const char* command) {
-  check::Pipeline pipeline =
-      check::Pipeline::parse(pipeline_text, mutants ? mutants::registry_with_mutants() : check::PassRegistry::global());
-  std::vector<check::PassRecord> records = pipeline.run(graph);
-  for (const check::PassRecord& r : records) log << "passcheck " << command << ": " << format_record(r) << "\n";
+Optimized optimize(std::unique_ptr<ir::Graph> graph, const std::string& pipeline_text, bool mutants,
+                   std::ostream& log, const char* command) {
+  check::Pipeline pipeline = parse_pipeline_for(pipeline_text, mutants);
+  Optimized out;
+  if (pipeline.has_module_pass()) {
+    out.module = ir::Module::of_graph(std::move(graph));
+    log_records(pipeline.run(*out.module), log, command);
+  } else {
+    log_records(pipeline.run(*graph), log, command);
+    out.graph = std::move(graph);
+  }
+  return out;
 }
+
+bool is_module_file(const std::string& path) { return ir::is_module_text(io::read_file(path, "graph file")); }
 
 }  // namespace
 
 int run_opt(const OptArgs& args) {
   return guarded("opt", [&] {
-    std::unique_ptr<ir::Graph> graph = load_graph_file(args.file);
-    optimize(*graph, args.pipeline, args.mutants, std::cerr, "opt");
-    const std::string text = graph->print();
+    std::string text;
+    if (is_module_file(args.file)) {
+      ir::Module module = load_module_file(args.file);
+      log_records(parse_pipeline_for(args.pipeline, args.mutants).run(module), std::cerr, "opt");
+      text = module.print();
+    } else {
+      text = optimize(load_graph_file(args.file), args.pipeline, args.mutants, std::cerr, "opt").print();
+    }
     if (args.out.empty()) {
       std::cout << text;
     } else {
@@ -59,25 +90,29 @@ int run_equiv(const EquivArgs& args) {
     if (args.b.empty() == args.pipeline.empty())
       throw std::invalid_argument("give a second graph file B or --pipeline P (B is then A after the pipeline), not both");
     std::unique_ptr<ir::Graph> a = load_graph_file(args.a);
-    std::unique_ptr<ir::Graph> b;
+    Optimized b;
     std::string b_name = args.b;
     if (!args.pipeline.empty()) {
-      b = a->clone();
-      optimize(*b, args.pipeline, args.mutants, std::cout, "equiv");
+      b = optimize(a->clone(), args.pipeline, args.mutants, std::cout, "equiv");
       b_name = "opt(" + args.a + ", " + args.pipeline + ")";
+    } else if (is_module_file(args.b)) {
+      b.module = load_module_file(args.b);
     } else {
-      b = load_graph_file(args.b);
+      b.graph = load_graph_file(args.b);
     }
     if (!args.device.empty()) {
       retarget_graph(*a, args.device);
-      retarget_graph(*b, args.device);
+      if (b.module)
+        for (ir::ModulePart& part : b.module->parts) retarget_graph(*part.graph, args.device);
+      else
+        retarget_graph(*b.graph, args.device);
     }
     EquivOptions options;
     options.seed = args.seed;
     options.int_high = args.int_high;
     options.rng_seed = args.seed;
     options.max_bytes = args.memory_budget;
-    EquivReport report = compare_graphs(*a, *b, options);
+    EquivReport report = b.module ? compare_graph_with_module(*a, *b.module, options) : compare_graphs(*a, *b.graph, options);
     std::cout << "passcheck equiv: A " << args.a << ", B " << b_name << ", seed " << args.seed << "\n"
               << report.format();
     return report.equal() ? 0 : 1;

@@ -5,6 +5,7 @@
 
 #include "framework/check/schema_check.h"
 #include "framework/exec/executor.h"
+#include "framework/exec/module_executor.h"
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
 
@@ -32,6 +33,18 @@ std::unique_ptr<ir::Graph> load_graph_file(const std::string& path) {
     throw std::invalid_argument(message);
   }
   return graph;
+}
+
+ir::Module load_module_file(const std::string& path) {
+  ir::Module module = ir::parse_module(io::read_file(path, "module file"), path);
+  for (const ir::ModulePart& part : module.parts) check::check_against_schemas(*part.graph, path);
+  std::vector<check::VerifierIssue> issues = check::verify_module(module);
+  if (!issues.empty()) {
+    std::string message = path + ": " + issues.front().message;
+    if (issues.size() > 1) message += " (+" + std::to_string(issues.size() - 1) + " more)";
+    throw std::invalid_argument(message);
+  }
+  return module;
 }
 
 namespace {
@@ -129,12 +142,14 @@ size_t retarget_graph(ir::Graph& graph, const std::string& device_text) {
   return changed;
 }
 
-std::vector<std::string> input_differences(const ir::Graph& a, const ir::Graph& b) {
+namespace {
+
+std::vector<std::string> input_differences(const std::vector<ir::Value*>& a, const std::vector<ir::Value*>& b) {
   std::map<std::string, const ir::Value*> in_b;
-  for (const ir::Value* v : b.inputs()) in_b[v->name()] = v;
+  for (const ir::Value* v : b) in_b[v->name()] = v;
   std::set<std::string> in_a;
   std::vector<std::string> problems;
-  for (const ir::Value* v : a.inputs()) {
+  for (const ir::Value* v : a) {
     in_a.insert(v->name());
     auto it = in_b.find(v->name());
     if (it == in_b.end()) {
@@ -144,9 +159,93 @@ std::vector<std::string> input_differences(const ir::Graph& a, const ir::Graph& 
     const std::string ta = describe_input(*v), tb = describe_input(*it->second);
     if (ta != tb) problems.push_back("%" + v->name() + ": " + ta + " in A vs " + tb + " in B");
   }
-  for (const ir::Value* v : b.inputs())
+  for (const ir::Value* v : b)
     if (!in_a.count(v->name())) problems.push_back("only in B: %" + v->name() + " : " + describe_input(*v));
   return problems;
+}
+
+// The module's inputs as values: each one's declaration in the first part taking it.
+std::vector<ir::Value*> module_inputs(const ir::Module& m) {
+  std::map<std::string, ir::Value*> found;
+  for (const ir::ModulePart& part : m.parts)
+    for (size_t s = 0; s < part.input_sources.size(); ++s)
+      if (!part.input_sources[s]) found.emplace(part.graph->inputs()[s]->name(), part.graph->inputs()[s]);
+  std::vector<ir::Value*> out;
+  for (const std::string& name : m.input_names) {
+    auto it = found.find(name);
+    if (it == found.end())
+      throw std::invalid_argument("module input %" + name + " is taken by no part, so its type is unknown");
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+// What compare_runs needs of the second subject: its inputs, how to run it and how to
+// name its outputs.
+struct SecondSubject {
+  std::vector<ir::Value*> inputs;
+  std::function<std::vector<c10::IValue>(std::vector<c10::IValue>&)> run;
+  std::function<std::string(size_t)> output_name;
+};
+
+void refuse_uncomputable(const ir::Graph& g, const std::string& which) {
+  if (!g.symbols().empty())
+    throw std::invalid_argument("graph " + which +
+                                " is symbolic (it declares symbols); concretize it first "
+                                "(passcheck opt FILE --pipeline concretize)");
+  for (const c10::Device& d : devices_in(g))
+    if (d.is_meta())
+      throw std::invalid_argument("graph " + which + " is on the meta device, which computes no values; give --device cpu");
+}
+
+EquivReport compare_runs(const ir::Graph& a, const SecondSubject& b, const EquivOptions& options) {
+  std::vector<std::string> problems = input_differences(a.inputs(), b.inputs);
+  if (!problems.empty()) {
+    std::string message = "the graphs take different inputs:";
+    for (const std::string& p : problems) message += "\n  " + p;
+    throw InputMismatch(message);
+  }
+
+  exec::InputOptions input_options;
+  input_options.seed = options.seed;
+  input_options.int_high = options.int_high;
+  input_options.max_bytes = options.max_bytes;
+  const std::vector<c10::IValue> generated = exec::make_inputs(a, input_options);
+  std::map<std::string, c10::IValue> by_name;
+  for (size_t i = 0; i < a.inputs().size(); ++i) by_name[a.inputs()[i]->name()] = generated[i];
+  std::vector<c10::IValue> inputs_b_order;
+  for (const ir::Value* v : b.inputs) inputs_b_order.push_back(by_name.at(v->name()));
+
+  std::vector<c10::IValue> inputs_a = fresh_copies(generated), inputs_b = fresh_copies(inputs_b_order);
+  std::vector<c10::IValue> out_a = run_seeded(a, inputs_a, options.rng_seed, options.max_bytes);
+  at::manual_seed(options.rng_seed);
+  std::vector<c10::IValue> out_b = b.run(inputs_b);
+
+  EquivReport report;
+  if (out_a.size() != out_b.size())
+    report.structural_problems.push_back("output count differs: " + std::to_string(out_a.size()) + " in A vs " +
+                                         std::to_string(out_b.size()) + " in B");
+  for (size_t i = 0; i < std::min(out_a.size(), out_b.size()); ++i)
+    report.rows.push_back(compare_values("output " + std::to_string(i) + " (%" + a.outputs()[i]->name() + " / " +
+                                             b.output_name(i) + ")",
+                                         out_a[i], out_b[i]));
+  // What the runs left in their inputs: an in-place update dropped or doubled by a pass
+  // shows here even when no output reads the buffer.
+  std::map<std::string, size_t> index_b;
+  for (size_t i = 0; i < b.inputs.size(); ++i) index_b[b.inputs[i]->name()] = i;
+  for (size_t i = 0; i < a.inputs().size(); ++i) {
+    if (!inputs_a[i].isTensor()) continue;
+    const std::string& name = a.inputs()[i]->name();
+    report.rows.push_back(compare_values("input %" + name + " after the run", inputs_a[i], inputs_b[index_b.at(name)]));
+    report.rows.back().is_input = true;
+  }
+  return report;
+}
+
+}  // namespace
+
+std::vector<std::string> input_differences(const ir::Graph& a, const ir::Graph& b) {
+  return input_differences(a.inputs(), b.inputs());
 }
 
 bool EquivReport::equal() const {
@@ -194,56 +293,36 @@ std::string EquivReport::format() const {
 }
 
 EquivReport compare_graphs(const ir::Graph& a, const ir::Graph& b, const EquivOptions& options) {
-  for (const ir::Graph* g : {&a, &b})
-    if (!g->symbols().empty())
-      throw std::invalid_argument("graph " + std::string(g == &a ? "A" : "B") +
-                                  " is symbolic (it declares symbols); concretize it first "
-                                  "(passcheck opt FILE --pipeline concretize)");
-  for (const ir::Graph* g : {&a, &b})
-    for (const c10::Device& d : devices_in(*g))
-      if (d.is_meta())
-        throw std::invalid_argument("graph " + std::string(g == &a ? "A" : "B") +
-                                    " is on the meta device, which computes no values; give --device cpu");
-  std::vector<std::string> problems = input_differences(a, b);
-  if (!problems.empty()) {
-    std::string message = "the graphs take different inputs:";
-    for (const std::string& p : problems) message += "\n  " + p;
-    throw InputMismatch(message);
-  }
+  refuse_uncomputable(a, "A");
+  refuse_uncomputable(b, "B");
+  SecondSubject second;
+  second.inputs = b.inputs();
+  second.run = [&](std::vector<c10::IValue>& inputs) {
+    exec::ExecutorOptions run_options;
+    run_options.check_metadata = true;
+    run_options.max_bytes = options.max_bytes;
+    return exec::Executor(b, run_options).run(inputs);
+  };
+  second.output_name = [&](size_t i) { return "%" + b.outputs()[i]->name(); };
+  return compare_runs(a, second, options);
+}
 
-  exec::InputOptions input_options;
-  input_options.seed = options.seed;
-  input_options.int_high = options.int_high;
-  input_options.max_bytes = options.max_bytes;
-  const std::vector<c10::IValue> generated = exec::make_inputs(a, input_options);
-  std::map<std::string, c10::IValue> by_name;
-  for (size_t i = 0; i < a.inputs().size(); ++i) by_name[a.inputs()[i]->name()] = generated[i];
-  std::vector<c10::IValue> inputs_b_order;
-  for (const ir::Value* v : b.inputs()) inputs_b_order.push_back(by_name.at(v->name()));
-
-  std::vector<c10::IValue> inputs_a = fresh_copies(generated), inputs_b = fresh_copies(inputs_b_order);
-  std::vector<c10::IValue> out_a = run_seeded(a, inputs_a, options.rng_seed, options.max_bytes);
-  std::vector<c10::IValue> out_b = run_seeded(b, inputs_b, options.rng_seed, options.max_bytes);
-
-  EquivReport report;
-  if (out_a.size() != out_b.size())
-    report.structural_problems.push_back("output count differs: " + std::to_string(out_a.size()) + " in A vs " +
-                                         std::to_string(out_b.size()) + " in B");
-  for (size_t i = 0; i < std::min(out_a.size(), out_b.size()); ++i)
-    report.rows.push_back(compare_values("output " + std::to_string(i) + " (%" + a.outputs()[i]->name() + " / %" +
-                                             b.outputs()[i]->name() + ")",
-                                         out_a[i], out_b[i]));
-  // What the runs left in their inputs: an in-place update dropped or doubled by a pass
-  // shows here even when no output reads the buffer.
-  std::map<std::string, size_t> index_b;
-  for (size_t i = 0; i < b.inputs().size(); ++i) index_b[b.inputs()[i]->name()] = i;
-  for (size_t i = 0; i < a.inputs().size(); ++i) {
-    if (!inputs_a[i].isTensor()) continue;
-    const std::string& name = a.inputs()[i]->name();
-    report.rows.push_back(compare_values("input %" + name + " after the run", inputs_a[i], inputs_b[index_b.at(name)]));
-    report.rows.back().is_input = true;
-  }
-  return report;
+EquivReport compare_graph_with_module(const ir::Graph& a, const ir::Module& b, const EquivOptions& options) {
+  refuse_uncomputable(a, "A");
+  for (const ir::ModulePart& part : b.parts) refuse_uncomputable(*part.graph, "B (part '" + part.name + "')");
+  SecondSubject second;
+  second.inputs = module_inputs(b);
+  second.run = [&](std::vector<c10::IValue>& inputs) {
+    exec::ExecutorOptions run_options;
+    run_options.check_metadata = true;
+    run_options.max_bytes = options.max_bytes;
+    return exec::ModuleExecutor(b, run_options).run(inputs);
+  };
+  second.output_name = [&](size_t i) {
+    const ir::PartOutput& o = b.outputs.at(i);
+    return b.parts[o.part].name + ".%" + b.parts[o.part].graph->outputs()[o.output]->name();
+  };
+  return compare_runs(a, second, options);
 }
 
 }  // namespace passcheck::cli

@@ -7,6 +7,7 @@
 #include "framework/check/compare.h"
 #include "framework/exec/memory.h"
 #include "framework/ir/graph.h"
+#include "framework/ir/module.h"
 
 #include <cstdint>
 #include <memory>
@@ -77,5 +78,12 @@ std::vector<std::string> input_differences(const ir::Graph& a, const ir::Graph& 
 /// compares outputs by position and inputs after the run by name. Throws InputMismatch
 /// listing every difference when the input sets differ.
 EquivReport compare_graphs(const ir::Graph& a, const ir::Graph& b, const EquivOptions& options = {});
+/// The same with a module as B (a partitioned A): the module's parts run in order
+/// (exec/module_executor.h) on inputs handed to it by name.
+EquivReport compare_graph_with_module(const ir::Graph& a, const ir::Module& b, const EquivOptions& options = {});
+
+/// Reads a module file (framework/ir/module.h) and checks it like load_graph_file: each
+/// part against the schemas, then the module verifier.
+ir::Module load_module_file(const std::string& path);
 
 }  // namespace passcheck::cli

@@ -130,9 +130,11 @@ class LineReader {
  public:
   LineReader(const Line& line, const std::string& source) : line_(line), source_(source) {}
 
-  [[noreturn]] void fail(const std::string& message) const {
-    throw ParseError(source_, line_.number, static_cast<int>(pos_) + 1, message);
+  [[noreturn]] void fail(const std::string& message) const { fail_at(pos_, message); }
+  [[noreturn]] void fail_at(size_t pos, const std::string& message) const {
+    throw ParseError(source_, line_.number, static_cast<int>(pos) + 1, message);
   }
+  size_t position() const { return pos_; }
   void skip_space() {
     while (pos_ < line_.text.size() && (line_.text[pos_] == ' ' || line_.text[pos_] == '\t' || line_.text[pos_] == '\r'))
       ++pos_;
@@ -253,14 +255,16 @@ Module parse_module(std::string_view text, const std::string& source) {
     LineReader r(head, source);
     r.word("part");
     ModulePart part;
+    r.skip_space();
+    const size_t name_at = r.position();
     part.name = r.name("a part name such as forward");
-    if (part.name.find('.') != std::string::npos) r.fail("part name '" + part.name + "' may not contain '.'");
-    if (m.find_part(part.name)) r.fail("part '" + part.name + "' is defined twice");
+    if (part.name.find('.') != std::string::npos) r.fail_at(name_at, "part name '" + part.name + "' may not contain '.'");
+    if (m.find_part(part.name)) r.fail_at(name_at, "part '" + part.name + "' is defined twice");
     // The graph text runs to the next part line; earlier lines become blank lines so the
     // graph parser's line numbers are the module file's.
     size_t body_begin = lines[part_lines[k]].offset + head.text.size();
     size_t body_end = k + 1 < part_lines.size() ? lines[part_lines[k + 1]].offset : text.size();
-    std::string body(static_cast<size_t>(head.number), '\n');
+    std::string body(static_cast<size_t>(head.number - 1), '\n');
     body += std::string(text.substr(body_begin, body_end - body_begin));
     part.graph = parse_graph(body, source);
     const size_t n_inputs = part.graph->inputs().size();

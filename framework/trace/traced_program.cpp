@@ -200,6 +200,7 @@ void TracedProgram::bind(std::vector<StateModule> modules) { modules_ = std::mov
 void TracedProgram::set_executor_options(exec::ExecutorOptions options) {
   executor_options_ = options;
   executor_.reset();
+  module_executor_.reset();
 }
 
 namespace {
@@ -240,8 +241,30 @@ std::vector<c10::IValue> TracedProgram::make_graph_inputs(const std::vector<c10:
   return inputs;
 }
 
+void TracedProgram::run_as_module(ir::Module module) {
+  std::vector<std::string> names;
+  for (const ir::Value* in : graph_->inputs()) names.push_back(in->name());
+  if (module.input_names != names)
+    throw TraceError("the module's inputs (" + join(module.input_names) + ") are not the graph's (" + join(names) + ")");
+  if (module.outputs.size() != graph_->outputs().size())
+    throw TraceError("the module returns " + std::to_string(module.outputs.size()) + " values but the graph " +
+                     std::to_string(graph_->outputs().size()));
+  module_executor_.reset();
+  module_ = std::move(module);
+}
+
 c10::IValue TracedProgram::operator()(const std::vector<c10::IValue>& args) {
   std::vector<c10::IValue> inputs = make_graph_inputs(args);
+  if (module_) {
+    if (!module_executor_) module_executor_ = std::make_unique<exec::ModuleExecutor>(*module_, executor_options_);
+    std::vector<c10::IValue> outputs = module_executor_->run(std::move(inputs));
+    last_module_stats_ = module_executor_->last_stats();
+    // The graph-level figures of a module run: its overall peak, nothing above inputs known.
+    last_stats_ = exec::ExecutionStats{};
+    last_stats_.peak_live_bytes = last_module_stats_.peak_live_bytes;
+    if (!last_module_stats_.parts.empty()) last_stats_.input_bytes = last_module_stats_.parts.front().input_bytes;
+    return unflatten(result_spec_, outputs);
+  }
   if (!executor_) executor_ = std::make_unique<exec::Executor>(*graph_, executor_options_);
   std::vector<c10::IValue> outputs = executor_->run(std::move(inputs));
   last_stats_ = executor_->last_stats();

@@ -4,11 +4,14 @@
 #pragma once
 
 #include "framework/exec/executor.h"
+#include "framework/exec/module_executor.h"
+#include "framework/ir/module.h"
 #include "framework/ir/graph.h"
 
 #include <ATen/core/ivalue.h>
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -71,6 +74,15 @@ class TracedProgram {
   /// same outputs), e.g. the symbolized graph of the same step. Throws TraceError.
   void replace_graph(std::shared_ptr<ir::Graph> graph);
   std::shared_ptr<ir::Graph> shared_graph() const { return graph_; }
+  /// Runs `module` instead of the graph from now on: the graph partitioned into forward
+  /// and backward parts (passes/partition). Its inputs must be the graph's, in order, and
+  /// its results as many as the graph's outputs; throws TraceError otherwise. The graph
+  /// stays what graph() returns (the joint the module was made from).
+  void run_as_module(ir::Module module);
+  /// The module run_as_module installed, or null.
+  const ir::Module* module() const { return module_ ? &*module_ : nullptr; }
+  /// Statistics of the last module run (all zero unless a module runs).
+  const exec::ModuleRunStats& last_module_stats() const { return last_module_stats_; }
   /// Number of graph inputs that are module state (parameters then buffers).
   size_t num_state_inputs() const { return state_fqns_.size(); }
   size_t num_parameters() const { return num_parameters_; }
@@ -99,6 +111,9 @@ class TracedProgram {
   exec::ExecutorOptions executor_options_;
   std::unique_ptr<exec::Executor> executor_;
   exec::ExecutionStats last_stats_;
+  std::optional<ir::Module> module_;
+  std::unique_ptr<exec::ModuleExecutor> module_executor_;
+  exec::ModuleRunStats last_module_stats_;
 };
 
 }  // namespace passcheck::trace

@@ -80,7 +80,7 @@ class Llama3Subject : public TrainingSubject {
     if (options_.batch_size) config_.batch_size = options_.batch_size;
     if (options_.seq_len) config_.seq_len = options_.seq_len;
     if (options_.n_layers) config_.n_layers = options_.n_layers;
-    plan_ = resolve_plan("llama3", options_.parallel, {"fsdp", "tp"});
+    plan_ = resolve_plan("llama3", options_.parallel, {"fsdp", "fsdp2d", "tp"});
     model_ = std::make_shared<Llama3Module>(config_, at::TensorOptions().device(options_.device));
     init_parameters(*model_, options_.seed);
     if (plan_) parallelize(*model_, *plan_);

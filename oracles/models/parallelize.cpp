@@ -74,6 +74,9 @@ class PlanAccess : public ParameterAccess {
     int64_t size = 1;
     std::string reduce_op;
     double scale = 1;
+    /// Unshard over a second group after the first ("fsdp2d": dp, then tp); empty: none.
+    std::string then_group;
+    int64_t then_size = 1;
   };
   void add(const at::Tensor& param, Rule rule) { rules_[param.unsafeGetTensorImpl()] = std::move(rule); }
   at::Tensor use(const at::Tensor& stored) const override {
@@ -81,7 +84,10 @@ class PlanAccess : public ParameterAccess {
     if (it == rules_.end()) return stored;
     const Rule& r = it->second;
     switch (r.kind) {
-      case Kind::Unshard: return UnshardFunction::apply(stored, r.size, r.group, r.reduce_op);
+      case Kind::Unshard: {
+        at::Tensor t = UnshardFunction::apply(stored, r.size, r.group, r.reduce_op);
+        return r.then_group.empty() ? t : UnshardFunction::apply(t, r.then_size, r.then_group, r.reduce_op);
+      }
       case Kind::AverageGradient:
         // Replicated over ranks that train different batch slices: the gradient is averaged.
         return dist::copy_to_group(stored, r.group, "avg");
@@ -117,7 +123,12 @@ at::Tensor local_shard(const std::string& fqn, const at::Tensor& full, const Par
     int64_t len = t.size(0) / plan.ep_size;
     t = t.narrow(0, plan.ep_index * len, len);
   }
-  if (plan.fsdp) {
+  if (plan.fsdp && plan.fsdp_over_tp) {
+    const int64_t parts = plan.dp_size * plan.tp_size;
+    check_divides(fqn, t, 0, parts, "fsdp over dp=" + std::to_string(plan.dp_size) + " x tp=" + std::to_string(plan.tp_size));
+    int64_t len = t.size(0) / parts;
+    t = t.narrow(0, (plan.tp_index * plan.dp_size + plan.dp_index) * len, len);
+  } else if (plan.fsdp) {
     check_divides(fqn, t, 0, plan.dp_size, "fsdp over dp=" + std::to_string(plan.dp_size));
     int64_t len = t.size(0) / plan.dp_size;
     t = t.narrow(0, plan.dp_index * len, len);
@@ -157,21 +168,28 @@ std::optional<ParallelPlan> resolve_plan(const std::string& model, const Paralle
   std::string word;
   while (std::getline(words, word, ',')) {
     word.erase(std::remove(word.begin(), word.end(), ' '), word.end());
-    if (word != "fsdp" && word != "tp" && word != "ep")
+    if (word != "fsdp" && word != "tp" && word != "ep" && word != "fsdp2d")
       throw std::invalid_argument("unknown parallelism '" + word + "' in plan '" + options.plan +
-                                  "' (known: fsdp, tp, ep)");
+                                  "' (known: fsdp, fsdp2d, tp, ep)");
     if (std::find(supported.begin(), supported.end(), word) == supported.end())
       throw std::invalid_argument("model " + model + " does not support parallelism '" + word + "' (it supports: " +
                                   join(supported) + ")");
-    bool& flag = word == "fsdp" ? plan.fsdp : word == "tp" ? plan.tp : plan.ep;
+    const bool two_d = word == "fsdp2d";
+    bool& flag = word == "fsdp" || two_d ? plan.fsdp : word == "tp" ? plan.tp : plan.ep;
     if (flag) throw std::invalid_argument("parallelism '" + word + "' repeated in plan '" + options.plan + "'");
     flag = true;
-    std::string dim = word == "fsdp" ? "dp" : word;
-    if (!mesh.has_dim(dim))
-      throw std::invalid_argument("plan '" + options.plan + "' needs mesh dim '" + dim + "' for " + word +
-                                  ", but mesh '" + mesh.str() + "' has none");
-    needed_dims.push_back(dim);
+    plan.fsdp_over_tp |= two_d;
+    std::vector<std::string> dims = two_d ? std::vector<std::string>{"dp", "tp"}
+                                          : std::vector<std::string>{word == "fsdp" ? "dp" : word};
+    for (const std::string& dim : dims) {
+      if (!mesh.has_dim(dim))
+        throw std::invalid_argument("plan '" + options.plan + "' needs mesh dim '" + dim + "' for " + word +
+                                    ", but mesh '" + mesh.str() + "' has none");
+      needed_dims.push_back(dim);
+    }
   }
+  if (plan.fsdp_over_tp && plan.tp)
+    throw std::invalid_argument("plan '" + options.plan + "': fsdp2d shards over tp itself and cannot be combined with tp");
   if (plan.ep && plan.fsdp)
     throw std::invalid_argument("plan '" + options.plan + "': ep combined with fsdp is not implemented");
   for (const auto& [name, size] : mesh.dims())
@@ -179,7 +197,7 @@ std::optional<ParallelPlan> resolve_plan(const std::string& model, const Paralle
       throw std::invalid_argument("mesh dim '" + name + "' of mesh '" + mesh.str() + "' is not used by plan '" +
                                   options.plan + "'");
   if (plan.fsdp) plan.dp_size = mesh.size("dp"), plan.dp_index = mesh.coordinate(rank->rank, "dp");
-  if (plan.tp) plan.tp_size = mesh.size("tp"), plan.tp_index = mesh.coordinate(rank->rank, "tp");
+  if (plan.tp || plan.fsdp_over_tp) plan.tp_size = mesh.size("tp"), plan.tp_index = mesh.coordinate(rank->rank, "tp");
   if (plan.ep) plan.ep_size = mesh.size("ep"), plan.ep_index = mesh.coordinate(rank->rank, "ep");
   return plan;
 }
@@ -203,9 +221,12 @@ void parallelize(torch::nn::Module& root, const ParallelPlan& plan) {
       at::Tensor& p = item.value();
       ParameterSharding s = sharding_of(item.key(), plan);
       p.set_data(local_shard(item.key(), p, s, plan));
-      if (plan.fsdp)
-        access->add(p, {PlanAccess::Kind::Unshard, "dp", plan.dp_size,
-                        plan.fault == "fsdp-sum-gradient" ? "sum" : "avg"});
+      if (plan.fsdp) {
+        PlanAccess::Rule rule{PlanAccess::Kind::Unshard, "dp", plan.dp_size,
+                              plan.fault == "fsdp-sum-gradient" ? "sum" : "avg"};
+        if (plan.fsdp_over_tp) rule.then_group = "tp", rule.then_size = plan.tp_size;
+        access->add(p, rule);
+      }
       else if (plan.ep && s.expert)
         access->add(p, {PlanAccess::Kind::ScaleGradient, "ep", plan.ep_size, "", 1.0 / plan.ep_size});
       else if (plan.ep)
@@ -217,10 +238,11 @@ void parallelize(torch::nn::Module& root, const ParallelPlan& plan) {
   for (const auto& m : root.modules(/*include_self=*/true)) {
     if (auto* user = dynamic_cast<ParameterUser*>(m.get())) user->access = access;
     if (auto* attention = dynamic_cast<CausalSelfAttentionImpl*>(m.get())) {
-      if (attention->n_heads % plan.tp_size != 0)
+      const int64_t head_groups = plan.tp ? plan.tp_size : 1;  // fsdp2d's tp dim shards no heads
+      if (attention->n_heads % head_groups != 0)
         throw std::invalid_argument(std::to_string(attention->n_heads) + " attention heads cannot be split over tp=" +
-                                    std::to_string(plan.tp_size));
-      attention->n_local_heads = attention->n_heads / plan.tp_size;
+                                    std::to_string(head_groups));
+      attention->n_local_heads = attention->n_heads / head_groups;
       attention->tp = tp;
     }
     if (auto* ffn = dynamic_cast<SwiGLUFeedForwardImpl*>(m.get())) ffn->tp = tp;
@@ -248,6 +270,7 @@ std::map<std::string, std::vector<std::string>> placements_of(torch::nn::Module&
     std::vector<std::string> per_dim;
     for (const std::string& dim : plan.mesh_dims) {
       if (dim == "dp") per_dim.push_back(plan.fsdp ? "S(0)" : "R");
+      else if (dim == "tp" && plan.fsdp_over_tp) per_dim.push_back("S(0)");
       else if (dim == "tp") per_dim.push_back(s.tp_dim >= 0 ? "S(" + std::to_string(s.tp_dim) + ")" : "R");
       else if (dim == "ep") per_dim.push_back(s.expert ? "S(0)" : "R");
       else per_dim.push_back("R");
@@ -264,6 +287,7 @@ at::Tensor gather_full_parameter(const std::string& fqn, const at::Tensor& local
   ParameterSharding s = sharding_of(fqn, plan);
   at::Tensor t = local.detach().contiguous();
   if (plan.fsdp) t = dist::wait_tensor(dist::all_gather_into_tensor(t, plan.dp_size, "dp"));
+  if (plan.fsdp_over_tp) t = dist::wait_tensor(dist::all_gather_into_tensor(t, plan.tp_size, "tp"));
   if (s.expert) t = dist::wait_tensor(dist::all_gather_into_tensor(t, plan.ep_size, "ep"));
   if (s.tp_dim >= 0) {
     // Gathered blocks come rank by rank; each rank holds its part of every block.

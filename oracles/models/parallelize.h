@@ -11,6 +11,12 @@
 //   "tp", wo and w2 row-parallel followed by all_reduce("sum") + wait; the inputs of the
 //   column-parallel projections pass through dist::copy_to_group. Embeddings, norms and
 //   the output projection are replicated. "fsdp,tp": TP shards, then S(0) over dp.
+// - "fsdp2d" (FSDP over a 2-D mesh dp x tp, as autoparallel places weights S(0)S(0)): every
+//   parameter's dim 0 is cut in dp*tp chunks and rank (d, t) stores chunk t*dp + d, so the
+//   unshard is a chain: all_gather over "dp", then over "tp" (the ascending chain that
+//   fuse-chained-allgathers turns into one gather over the column-major group "tp_dp").
+//   Every rank trains its own batch slice; the backward reduce-scatters over tp then dp
+//   ("avg" both), the global mean gradient.
 // - "ep" (deepseek_v3): routed experts S(0) over "ep" (E/ep per rank); tokens travel to
 //   their experts' ranks and back with all_to_all_single at a fixed per-expert capacity
 //   (deepseek_v3.h). Each ep rank trains its own batch slice; the other (replicated)
@@ -37,13 +43,17 @@ namespace passcheck::models {
 /// A parallel plan resolved for the calling rank.
 struct ParallelPlan {
   bool fsdp = false, tp = false, ep = false;
+  /// "fsdp2d": fsdp shards over dp and tp together (tp_size/tp_index describe the tp dim).
+  bool fsdp_over_tp = false;
   std::string mesh;                    ///< the mesh spec, "dp=2,tp=2"
   std::vector<std::string> mesh_dims;  ///< major to minor
   int64_t dp_size = 1, dp_index = 0, tp_size = 1, tp_index = 0, ep_size = 1, ep_index = 0;
   std::string fault;  ///< ParallelOptions::fault
   /// Slices of the global batch: every dp and every ep rank trains its own, tp ranks share.
-  int64_t batch_slices() const { return dp_size * ep_size; }
-  int64_t batch_slice_index() const { return ep_index * dp_size + dp_index; }
+  int64_t batch_slices() const { return dp_size * ep_size * (fsdp_over_tp ? tp_size : 1); }
+  int64_t batch_slice_index() const {
+    return fsdp_over_tp ? dp_index * tp_size + tp_index : ep_index * dp_size + dp_index;
+  }
   /// The group of every mesh dim ("dp_tp"): a barrier over the whole mesh.
   std::string world_group() const;
 };
@@ -51,7 +61,8 @@ struct ParallelPlan {
 /// Resolves `options` for the calling rank (nullopt without a plan). Throws
 /// std::invalid_argument when no rank is installed, the mesh differs from the rank's,
 /// a plan word is unknown or not in `supported` for `model`, the mesh lacks a dim the
-/// plan needs ("fsdp": "dp", "tp": "tp", "ep": "ep") or has a dim the plan leaves unused.
+/// plan needs ("fsdp": "dp", "tp": "tp", "ep": "ep", "fsdp2d": "dp" and "tp") or has a dim
+/// the plan leaves unused.
 std::optional<ParallelPlan> resolve_plan(const std::string& model, const ParallelOptions& options,
                                          const std::vector<std::string>& supported);
 
