@@ -88,23 +88,30 @@ int64_t value_bytes(const ir::Value* v) {
   return v->meta()->nbytes();
 }
 
-// PyTorch's dist_from_bw: 0 outside the required forward, else one more than the
-// nearest user's.
-std::unordered_map<const ir::Node*, int64_t> distances_to_backward(const ir::Graph& joint,
-                                                                   const Classification& classes) {
-  std::unordered_map<const ir::Node*, int64_t> dist;
+// PyTorch's dist_from_bw, per value (an output of a multi-output node is PyTorch's
+// getitem node, with its own distance): 0 outside the required forward, else one more
+// than the nearest user's; a node's distance is its nearest output's.
+struct Distances {
+  std::unordered_map<const ir::Node*, int64_t> node;
+  std::unordered_map<const ir::Value*, int64_t> value;
+};
+
+Distances distances_to_backward(const ir::Graph& joint, const Classification& classes) {
+  Distances dist;
   std::vector<ir::Node*> nodes = joint.node_list();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const ir::Node* n = *it;
-    if (classes.class_of(n) != NodeClass::RequiredForward) {
-      dist[n] = 0;
-      continue;
+    const bool forward = classes.class_of(n) == NodeClass::RequiredForward;
+    int64_t nearest = forward ? 1000000000 : 0;
+    for (const ir::Value* out : n->outputs()) {
+      int64_t d = forward ? 1000000000 : 0;
+      if (forward)
+        for (const ir::Use& u : out->uses())
+          if (!u.is_graph_output()) d = std::min(d, dist.node.at(u.user) + 1);
+      dist.value[out] = d;
+      nearest = std::min(nearest, d);
     }
-    int64_t d = 1000000000;
-    for (const ir::Value* out : n->outputs())
-      for (const ir::Use& u : out->uses())
-        if (!u.is_graph_output()) d = std::min(d, dist.at(u.user) + 1);
-    dist[n] = d;
+    dist.node[n] = nearest;
   }
   return dist;
 }
@@ -155,7 +162,7 @@ namespace {
 
 // One max-flow over `joint` with the nodes of `unbanned` treated as recomputable.
 Cut cut_once(const ir::Graph& joint, const Classification& classes,
-             const std::unordered_map<const ir::Node*, int64_t>& dist, const std::vector<Candidate>& bans,
+             const Distances& dist, const std::vector<Candidate>& bans,
              const std::unordered_set<const ir::Node*>& unbanned, const MutationIndex& mutations) {
   FlowNetwork net;
   std::unordered_map<const ir::Value*, std::pair<Vertex, Vertex>> value_edge;  // X_in, X_out per value
@@ -205,7 +212,7 @@ Cut cut_once(const ir::Graph& joint, const Classification& classes,
     if (unsafe || (ban && !unbanned.count(n))) net.add_edge(net.source(), in, kInfinite);
     for (const ir::Value* v : n->outputs()) {
       auto [a, b] = value_edge.at(v);
-      net.add_edge(a, b, weight(v, dist.at(n)));
+      net.add_edge(a, b, weight(v, dist.value.at(v)));
     }
   }
   Cut cut;
@@ -238,7 +245,7 @@ MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& 
     if (classes.is_backward(n)) continue;
     if (ir::is_recomputable(n->meta().recompute) && !unsafe_to_recompute(*n) && !mutations.reads_value_written_later(*n))
       continue;  // forced to the sink before any ban
-    const char* why = ban_reason(*n, classes.class_of(n), dist.at(n));
+    const char* why = ban_reason(*n, classes.class_of(n), dist.node.at(n));
     if (!why && mutations.reads_value_written_later(*n)) why = "reads-value-written-later";
     if (!why || !d.refuse(why, true)) continue;
     bans.push_back({n, why});

@@ -5,7 +5,7 @@
 // repeats collapse), and partition it again with the tag-replaying save-all partitioner.
 // The second partition must make the first's decisions: the same forward all_gather
 // count, the same saved set (values compared by what they compute, so a value CSE merged
-// into an equal one is the same value) and the same peak memory.
+// into an equal one is the same value) and no higher peak memory (cse may lower it).
 #pragma once
 
 #include "framework/check/pass.h"
@@ -48,15 +48,16 @@ struct RoundTripResult {
   ir::Module second;
   PartitionSummary first_summary;
   PartitionSummary second_summary;
-  /// One line per difference (all_gather count, a value saved by one partition only, the
-  /// peak beyond `peak_tolerance`), naming the value; empty when the partitions agree.
+  /// One line per difference (all_gather count, a value saved by one partition only, a
+  /// second peak above the first by more than `peak_tolerance`), naming the value; empty
+  /// when the partitions agree.
   std::vector<std::string> differences;
   bool agree() const { return differences.empty(); }
   std::string report() const;
 };
 
-/// Runs the round trip on a copy of `joint`. Peaks further apart than `peak_tolerance`
-/// (relative) count as a difference. Throws what the passes throw.
+/// Runs the round trip on a copy of `joint`. A second peak above the first by more than
+/// `peak_tolerance` (relative) counts as a difference. Throws what the passes throw.
 RoundTripResult partition_round_trip(const ir::Graph& joint, const RoundTripOptions& options = {},
                                      double peak_tolerance = 0.01);
 
