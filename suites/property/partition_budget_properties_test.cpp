@@ -1,7 +1,9 @@
 // partition-min-cut's memory-budget is monotone: a smaller budget never saves more bytes
 // (upstream's budgeted partitioner is not, pytorch issue 197838). Checked on random
-// graphs (generators/random_graph.h), on the debug models, and shown to catch the mutant
-// whose fallback, when no cut fits the budget, is the plain min-cut.
+// graphs (generators/random_graph.h) and on the debug models, and shown to catch, on the
+// debug models, the mutant whose fallback, when no cut fits the budget, is the plain
+// min-cut (random IR graphs seldom hold a required-forward matmul whose recomputation
+// changes the cut, so they do not catch it).
 #include "generators/random_graph.h"
 #include "oracles/training_driver.h"
 #include "passes/partition/partition_passes.h"
@@ -73,6 +75,11 @@ check::InjectedFaults fallback_mutant() {
 
 RC_GTEST_PROP(PartitionBudget, SavedBytesNeverGrowAsTheBudgetShrinksOnRandomGraphs, ()) {
   const std::shared_ptr<ir::Graph> graph = *gen::arbitrary_graph();
+  const passes::Classification classes = passes::classify_nodes(*graph);
+  bool candidate = false;
+  for (const ir::Node* n : graph->nodes())
+    candidate = candidate || (classes.class_of(n) == passes::NodeClass::RequiredForward && passes::is_compute_intensive(*n));
+  RC_CLASSIFY(candidate, "a matmul the budget may unban");
   const std::optional<std::string> violation = budget_monotonicity_violation(*graph);
   RC_ASSERT(!violation.has_value());
 }
@@ -98,16 +105,6 @@ TEST(PartitionBudget, TheFallbackToPlainCutMutantIsCaughtOnTheDebugModels) {
   }
   EXPECT_GT(caught, 0) << "the mutant passed the budget property on every debug model";
   std::cout << "caught on " << caught << " models; e.g. " << first << "\n";
-}
-
-TEST(PartitionBudget, TheFallbackToPlainCutMutantIsCaughtOnRandomGraphs) {
-  int caught = 0, decided = 0;
-  for (uint64_t seed = 0; seed < 400 && caught == 0; ++seed) {
-    std::shared_ptr<ir::Graph> g = gen::graph_for_seed(seed);
-    if (!budget_monotonicity_violation(*g)) ++decided;
-    if (budget_monotonicity_violation(*g, fallback_mutant())) ++caught;
-  }
-  EXPECT_GT(caught, 0) << "no random graph of 400 caught the mutant (" << decided << " decided)";
 }
 
 }  // namespace

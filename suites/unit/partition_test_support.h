@@ -12,6 +12,7 @@
 #include "passes/partition/partition_passes.h"
 #include "suites/support/test_support.h"
 
+#include <ATen/Context.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -51,9 +52,12 @@ inline std::unique_ptr<ir::Graph> fsdp_llama3_rank_graph() {
 /// Adds a failure per output of `module` that differs from `joint`'s bit for bit.
 inline void expect_module_matches_joint(const ir::Graph& joint, const ir::Module& module,
                                         const std::vector<c10::IValue>& inputs) {
+  // Both runs draw the same random numbers (dropout_mlp): the generator restarts.
   exec::Executor joint_exec(joint);
+  at::manual_seed(20261123);
   std::vector<c10::IValue> expected = joint_exec.run(inputs);
   exec::ModuleExecutor module_exec(module);
+  at::manual_seed(20261123);
   std::vector<c10::IValue> actual = module_exec.run(inputs);
   ASSERT_EQ(expected.size(), actual.size());
   for (size_t i = 0; i < expected.size(); ++i) {
