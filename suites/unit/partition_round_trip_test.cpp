@@ -23,6 +23,7 @@ TEST_P(RoundTripModels, SecondPartitionReplaysTheFirst) {
   EXPECT_EQ(rt.first_summary.saved.size(), rt.second_summary.saved.size()) << rt.report();
   testing::expect_module_matches_joint(*m.graph, rt.first, m.inputs);
   testing::expect_module_matches_joint(*m.graph, rt.second, m.inputs);
+  std::cout << GetParam() << ":\n" << rt.report();
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RoundTripModels, ::testing::Values("mlp", "dropout_mlp", "llama3"));
