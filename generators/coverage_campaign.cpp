@@ -2,6 +2,7 @@
 #include "generators/coverage_campaign.h"
 
 #include "framework/check/repro.h"
+#include "generators/chained_allgathers.h"
 #include "generators/cleanup_situations.h"
 #include "generators/decision_situations.h"
 #include "generators/program.h"
@@ -80,6 +81,10 @@ const std::map<std::string, CaseRunner>& campaign_sources() {
          return run_chunk_case(generate_chunk_case(seed), registry, passes[0].name, passes[1].name).violations;
        }},
       {"random-ir", run_random_ir},
+      {"chained-allgathers",
+       [](uint64_t seed, const std::string& pipeline, const check::PassRegistry& registry) {
+         return chained_allgathers_violations(generate_chained_allgathers(seed), pipeline, registry);
+       }},
       {"ac-programs",
        [](uint64_t seed, const std::string& pipeline, const check::PassRegistry& registry) {
          GeneratedCase c = generate_case(seed, ac_coverage_options());
@@ -148,6 +153,9 @@ const std::map<std::string, std::string>& known_decision_gaps() {
        "metadata, arguments down nested lists, output metadata) with the same traversal and fail with a clear "
        "error on a symbol without a hint, so no input graph leaves one; only a broken substitution "
        "(mutant-concretize-stale-input-symbols in suites/mutants/chunk_mutants.cpp) reaches it"},
+      {"fuse-chained-allgathers guard identity-unknown",
+       "every generated chain is concrete and small, so the index map models each view and Z3 answers its claim; "
+       "unknown needs a squeeze of a symbolic dimension or a prover timeout, which no generated graph has"},
   };
   return gaps;
 }
@@ -166,6 +174,8 @@ const std::vector<CampaignEntry>& default_coverage_campaign() {
       {"cleanup-situations", "canonicalize", 150, 8},
       // Collectives cannot run in one process: dce meets them in random IR.
       {"random-ir", "dce", 60, 9},
+      // Chained all_gathers on sim meshes; each case carries its own options.
+      {"chained-allgathers", "fuse-chained-allgathers", 120, 20},
       // The AC passes under every policy and mode, then remat's own guards on tags from
       // elsewhere; the chunk passes on chunkable programs; and the IR-level situations
       // for the decisions traced programs cannot reach (each with its own pipeline).

@@ -44,6 +44,8 @@ using CaseRunner = std::function<std::vector<std::string>(uint64_t case_seed, co
 ///    pipeline runs (tags from elsewhere may be unsafe: remat's guards, no promises);
 ///  - "chunk-coverage-programs": generate_chunk_case with chunk_coverage_options(),
 ///    run_chunk_case, pipeline "chunk,concretize" as for "chunk-programs";
+///  - "chained-allgathers": generate_chained_allgathers, chained_allgathers_violations;
+///    the pipeline is the pass's name alone (each case adds its own options);
 ///  - "decision-situations": generate_decision_situation, each with its own pipeline
 ///    (the entry's is empty), decision_situation_violations.
 const std::map<std::string, CaseRunner>& campaign_sources();

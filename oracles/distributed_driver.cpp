@@ -3,6 +3,7 @@
 
 #include "framework/dist/collectives.h"
 #include "oracles/models/parallelize.h"
+#include "oracles/placements.h"
 
 #include <torch/torch.h>
 
@@ -63,6 +64,20 @@ void train_eagerly(models::TrainingSubject& subject, const DriverOptions& option
 }
 
 }  // namespace
+
+std::shared_ptr<ir::Graph> trace_rank_graph(const std::string& model, models::SubjectOptions options,
+                                            const dist::DeviceMesh& mesh, int64_t rank) {
+  mesh.coordinates(rank);  // a rank outside the mesh is an error naming it
+  dist::MetaOnlyCommunicator communicator(rank, mesh.world_size());
+  dist::RankScope scope(dist::RankContext{std::make_shared<const dist::DeviceMesh>(mesh), rank, &communicator});
+  options.parallel.mesh = mesh.str();
+  options.device = c10::Device(c10::DeviceType::Meta);
+  auto subject = models::make_subject(model, options);
+  trace::TracedProgram program = trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
+  std::shared_ptr<ir::Graph> graph = program.shared_graph();
+  record_placements(*graph, mesh, rank, program.state_fqns(), program.num_parameters(), subject->placements());
+  return graph;
+}
 
 RankDriverReport run_rank_traced_vs_eager(DriverOptions options) {
   const dist::RankContext& rank = dist::current_rank();

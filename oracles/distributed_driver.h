@@ -6,9 +6,11 @@
 // global batch.
 #pragma once
 
+#include "framework/dist/mesh.h"
 #include "oracles/training_driver.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,13 @@ struct RankDriverReport {
   /// of a custom autograd Function must still find the module it was applied in.
   int64_t collectives_without_module = 0;
 };
+
+/// The joint graph of `rank` of `mesh` for `model` parallelized by `options.parallel`,
+/// traced on the meta device under a communicator that runs nothing (no other rank needs
+/// to take part), with the placements the model declares recorded on its inputs. Throws
+/// what plan resolution and tracing throw.
+std::shared_ptr<ir::Graph> trace_rank_graph(const std::string& model, models::SubjectOptions options,
+                                            const dist::DeviceMesh& mesh, int64_t rank);
 
 /// run_traced_vs_eager on the calling rank with trace_on_meta forced on. After tracing,
 /// every rank meets at a barrier over the whole mesh before the first step, so no rank

@@ -144,6 +144,17 @@ trace::TracedProgram trace_subject(models::TrainingSubject& subject, const std::
   return program;
 }
 
+std::vector<check::PassRecord> apply_pipeline(trace::TracedProgram& program, const check::Pipeline& pipeline,
+                                              const check::PipelineOptions& options,
+                                              const std::function<void(const ir::Module&)>& after_module) {
+  if (!pipeline.has_module_pass()) return pipeline.run(program.mutable_graph(), options);
+  ir::Module module = ir::Module::of_graph(program.graph().clone());
+  std::vector<check::PassRecord> records = pipeline.run(module, options);
+  if (after_module) after_module(module);
+  program.run_as_module(std::move(module));
+  return records;
+}
+
 DriverReport run_traced_vs_eager(const DriverOptions& options) {
   if (options.steps < 1) throw std::invalid_argument("--steps must be at least 1");
   DriverReport report;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "framework/check/compare.h"
+#include "framework/check/pipeline.h"
 #include "framework/exec/executor.h"
 #include "framework/trace/traced_program.h"
 #include "oracles/eager_checkpoint.h"
@@ -101,6 +102,13 @@ struct DriverReport {
   /// Checkpointing/chunking statistics of the last step and the verdict line.
   std::string format_footer() const;
 };
+
+/// Runs `pipeline` on the traced program's graph; when it holds a partitioner, on a module
+/// made from that graph, which the program then runs instead (TracedProgram::run_as_module).
+/// `after_module` (optional) sees the module once the pipeline is done.
+std::vector<check::PassRecord> apply_pipeline(trace::TracedProgram& program, const check::Pipeline& pipeline,
+                                              const check::PipelineOptions& options = {},
+                                              const std::function<void(const ir::Module&)>& after_module = nullptr);
 
 /// Runs the comparison; throws on setup errors (unknown model, tracing failure).
 DriverReport run_traced_vs_eager(const DriverOptions& options);

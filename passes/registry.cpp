@@ -5,6 +5,7 @@
 #include "passes/ac/ac_passes.h"
 #include "passes/chunk/chunk_passes.h"
 #include "passes/cleanup/cleanup_passes.h"
+#include "passes/collectives/collective_passes.h"
 #include "passes/partition/partition_passes.h"
 
 namespace passcheck::check {
@@ -13,6 +14,7 @@ void register_builtin_passes(PassRegistry& registry) {
   passes::register_cleanup_passes(registry);
   passes::register_ac_passes(registry);
   passes::register_chunk_passes(registry);
+  passes::register_collective_passes(registry);
   passes::register_partition_passes(registry);
 }
 

@@ -144,6 +144,9 @@ struct PassResult {
   std::map<std::string, int64_t> stats;
   std::map<std::string, int64_t> rules_fired;
   std::map<std::string, int64_t> guards_refused;
+  /// Why candidates were refused, where a count says too little (the counterexample of
+  /// a claim the prover refuted: "%t: ... counterexample i0=0, i1=1").
+  std::vector<std::string> notes;
   static PassResult unchanged() { return {}; }
 };
 

@@ -7,6 +7,7 @@
 #include "framework/check/pipeline.h"
 
 #include "framework/check/verifier.h"
+#include "framework/sym/prover.h"
 
 #include <cctype>
 #include <chrono>
@@ -257,6 +258,7 @@ void gate(const RegisteredPass& pass, PassRecord& record, PassResult result, con
   for (const auto& [guard, n] : result.guards_refused)
     if (!pass.info.declares_guard(guard)) throw PassFailure(record.pass, "reported undeclared guard '" + guard + "'");
   record.changed = result.changed;
+  record.notes = std::move(result.notes);
   record.stats = std::move(result.stats);
   record.rules_fired = std::move(result.rules_fired);
   record.guards_refused = std::move(result.guards_refused);
@@ -285,11 +287,25 @@ PassRecord run_graph_pass(const RegisteredPass& pass, const PassOptions& pass_op
   record.nodes_before = graph.num_nodes();
   if (options.dump) options.dump("before", record.pass, graph);
   uint64_t hash_before = options.check_changed_claim ? graph.hash() : 0;
+  const size_t claims_before = graph.claims().size();
   auto start = std::chrono::steady_clock::now();
   PassResult result = run_guarded(record.pass, [&] { return pass.run(graph, pass_options); });
   record.seconds = seconds_since(start);
   // Dumped before the checks, so the graph that fails them can be inspected.
   if (options.dump) options.dump("after", record.pass, graph);
+  if (options.prove_new_claims && graph.claims().size() > claims_before) {
+    // A claim over indices is a fact the pass relied on for every element (a view
+    // chain is the identity); one that is false anywhere means the rewrite is unsound.
+    // Plain claims are guards on the symbols, checked at the hints by concretize: chunk
+    // records them even where some admissible value breaks them (concretize refuses).
+    std::vector<sym::Claim> added;
+    for (size_t k = claims_before; k < graph.claims().size(); ++k)
+      if (!graph.claims()[k].indices.empty()) added.push_back(graph.claims()[k]);
+    const sym::ProofReport report = sym::prove_all(added, graph.symbols());
+    for (const sym::ClaimResult& r : report.results)
+      if (r.verdict == sym::Verdict::Refuted)
+        throw PassFailure(record.pass, "recorded a claim that does not hold: " + r.format());
+  }
   gate(pass, record, std::move(result), graph, hash_before, options, [](const ir::Graph& g) { return verify_graph(g); });
   record.nodes_after = graph.num_nodes();
   return record;

@@ -1,7 +1,8 @@
 // Pipelines: a list of pass invocations parsed from text such as
 // "dce,canonicalize,sac-tag{policy=eager},remat", run in order with the verifier after
 // every pass, each pass's "changed" claim checked against the graph hash and every
-// decision it reports checked against the rules and guards it declares.
+// decision it reports checked against the rules and guards it declares, and every claim
+// over indices it records proved (a refuted one is a failure).
 #pragma once
 
 #include "framework/check/pass.h"
@@ -50,6 +51,8 @@ struct PassRecord {
   /// The pass's decisions (PassResult::rules_fired / guards_refused), all declared.
   std::map<std::string, int64_t> rules_fired;
   std::map<std::string, int64_t> guards_refused;
+  /// PassResult::notes (refused candidates' counterexamples).
+  std::vector<std::string> notes;
   double seconds = 0;
 };
 
@@ -60,6 +63,12 @@ struct PipelineOptions {
   bool check_changed_claim = true;
   /// Run the verifier after every pass (on by default).
   bool verify_each = true;
+  /// Prove with Z3 the claims over indices (sym::Claim::indices: facts about every
+  /// element, e.g. fuse-chained-allgathers' view identity) each pass adds to the graph; a
+  /// refuted one fails the pipeline naming the claim's subject and the counterexample (on
+  /// by default; an unknown verdict is left to the pass, which decided whether to rely
+  /// on it). Plain claims are guards on the symbols that concretize checks at the hints.
+  bool prove_new_claims = true;
 };
 
 class Pipeline {

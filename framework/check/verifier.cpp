@@ -223,7 +223,16 @@ class Verifier {
         a.for_each_symbolic([&](const sym::Expr& e) { check_declared(e, "node " + quoted(*n)); });
       for (const Value* out : n->outputs()) check_meta(out, "node " + quoted(*n));
     }
-    for (const sym::Claim& c : g_.claims()) check_declared(c.condition, "claim " + c.kind + " on " + c.subject);
+    for (const sym::Claim& c : g_.claims()) {
+      const std::string where = "claim " + c.kind + " on " + c.subject;
+      // A claim's indices are bound by the claim itself; they must not shadow a symbol.
+      for (const sym::BoundIndex& index : c.indices) {
+        if (g_.find_symbol(index.name)) issue(where + ": index " + index.name + " is also a declared symbol");
+        check_declared(index.bound, where);
+      }
+      for (const std::string& name : c.symbols())
+        if (!g_.find_symbol(name)) issue(where + ": undeclared symbol " + name + " in " + c.condition.to_string());
+    }
   }
 
   // Arguments the operator's schema cannot take (exec/arg_check.h), located in the

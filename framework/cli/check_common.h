@@ -3,12 +3,10 @@
 #pragma once
 
 #include "framework/check/pipeline.h"
-#include "framework/trace/traced_program.h"
 #include "oracles/eager_checkpoint.h"
+#include "oracles/training_driver.h"
 
-#include <functional>
 #include <optional>
-#include <vector>
 #include <string>
 
 namespace passcheck::cli {
@@ -18,11 +16,7 @@ namespace passcheck::cli {
 std::optional<oracles::EagerCheckpointConfig> eager_checkpoint_for(const std::string& choice,
                                                                    const std::optional<check::Pipeline>& pipeline);
 
-/// Runs `pipeline` on the traced program's graph; when it holds a partitioner, on a module
-/// made from that graph, which the program then runs instead (TracedProgram::run_as_module).
-/// `after_module` (optional) sees the module once the pipeline is done.
-std::vector<check::PassRecord> apply_pipeline(trace::TracedProgram& program, const check::Pipeline& pipeline,
-                                              const check::PipelineOptions& options = {},
-                                              const std::function<void(const ir::Module&)>& after_module = nullptr);
+/// oracles::apply_pipeline (training_driver.h), used by both checks.
+using oracles::apply_pipeline;
 
 }  // namespace passcheck::cli

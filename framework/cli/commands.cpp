@@ -180,17 +180,6 @@ std::string format_pass_table(const std::vector<check::PassRecord>& records,
 
 }  // namespace
 
-std::vector<check::PassRecord> apply_pipeline(trace::TracedProgram& program, const check::Pipeline& pipeline,
-                                              const check::PipelineOptions& options,
-                                              const std::function<void(const ir::Module&)>& after_module) {
-  if (!pipeline.has_module_pass()) return pipeline.run(program.mutable_graph(), options);
-  ir::Module module = ir::Module::of_graph(program.graph().clone());
-  std::vector<check::PassRecord> records = pipeline.run(module, options);
-  if (after_module) after_module(module);
-  program.run_as_module(std::move(module));
-  return records;
-}
-
 // The eager oracle's checkpointing: "none", a policy name, or "auto" (mirror the AC
 // passes of the pipeline: sac-tag's policy and selectors, or apply-ac's mode).
 std::optional<oracles::EagerCheckpointConfig> eager_checkpoint_for(const std::string& choice,

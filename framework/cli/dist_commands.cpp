@@ -473,19 +473,12 @@ std::shared_ptr<ir::Graph> trace_rank_graph(const TraceArgs& args) {
   dist::DeviceMesh mesh = dist::DeviceMesh::parse(args.mesh);
   int64_t rank = args.rank < 0 ? 0 : args.rank;
   mesh.coordinates(rank);  // a rank outside the mesh is an error naming it
-  dist::MetaOnlyCommunicator communicator(rank, mesh.world_size());
-  dist::RankScope scope(dist::RankContext{std::make_shared<const dist::DeviceMesh>(mesh), rank, &communicator});
   models::SubjectOptions options;
   options.seed = args.seed;
   options.batch_size = args.batch_size;
   options.seq_len = args.seq_len;
   options.parallel.plan = args.parallel;
-  options.parallel.mesh = args.mesh;
-  options.device = c10::Device(c10::DeviceType::Meta);
-  auto subject = models::make_subject(args.model, options);
-  trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
-  std::shared_ptr<ir::Graph> graph = program.shared_graph();
-  oracles::record_placements(*graph, mesh, rank, program.state_fqns(), program.num_parameters(), subject->placements());
+  std::shared_ptr<ir::Graph> graph = oracles::trace_rank_graph(args.model, options, mesh, rank);
   if (!args.meta) ir::retarget_device(*graph, c10::Device(c10::DeviceType::Meta), c10::Device(c10::DeviceType::CPU));
   return graph;
 }

@@ -25,6 +25,8 @@ std::string format_record(const check::PassRecord& r) {
   std::string line = r.pass + ": " + (r.changed ? "changed" : "unchanged") + ", nodes " +
                      std::to_string(r.nodes_before) + " -> " + std::to_string(r.nodes_after);
   for (const auto& [name, value] : r.stats) line += ", " + name + "=" + std::to_string(value);
+  // Why candidates were refused, where the pass says more than a count (a refuted claim).
+  for (const std::string& note : r.notes) line += "\n  refused: " + note;
   return line;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 namespace passcheck::ir {
@@ -208,8 +209,8 @@ std::string print_graph(const Graph& g) {
   std::string out;
   for (const sym::Symbol& s : g.symbols()) out += "symbol " + s.to_string() + "\n";
   for (const sym::Claim& c : g.claims())
-    out += "claim " + c.kind + " " + quote(c.pass) + " " + quote(c.subject) + " " + quote(c.description) + ": " +
-           c.condition.to_string() + "\n";
+    out += "claim " + c.kind + " " + quote(c.pass) + " " + quote(c.subject) + " " + quote(c.description) +
+           (c.indices.empty() ? "" : " " + c.quantifier_text()) + ": " + c.condition.to_string() + "\n";
   if (g.mesh()) {
     out += "mesh ";
     for (size_t i = 0; i < g.mesh()->dims.size(); ++i)
@@ -498,7 +499,8 @@ class Parser {
     graph_->add_symbol(symbol);
   }
 
-  // claim KIND "PASS" "SUBJECT" "DESCRIPTION": EXPR   (the expression runs to the end of the line)
+  // claim KIND "PASS" "SUBJECT" "DESCRIPTION" [forall(i0 < EXPR, ...)]: EXPR
+  // (the condition runs to the end of the line and may use the indices)
   void parse_claim() {
     expect_word("claim");
     sym::Claim claim;
@@ -508,18 +510,58 @@ class Parser {
     claim.pass = parse_string();
     claim.subject = parse_string();
     claim.description = parse_string();
+    if (peek_word("forall")) claim.indices = parse_claim_indices();
     expect(':');
     skip_space();
     const int line = line_, col = col_;
     size_t start = pos_;
     while (!at_end() && peek() != '\n') advance();
-    claim.condition = parse_expr_text(std::string(text_.substr(start, pos_ - start)), line, col);
+    claim.condition = parse_expr_text(std::string(text_.substr(start, pos_ - start)), line, col, claim.index_names());
     if (!claim.condition.is_boolean()) fail_at(line, col, "claim condition is not a boolean expression");
     graph_->add_claim(std::move(claim));
   }
 
-  // An expression whose symbols must all be declared above the graph.
-  sym::Expr parse_expr_text(const std::string& text, int line, int col) {
+  // forall(NAME < EXPR, ...): the indices a claim quantifies over, each in [0, EXPR).
+  std::vector<sym::BoundIndex> parse_claim_indices() {
+    expect_word("forall");
+    expect('(');
+    std::vector<sym::BoundIndex> indices;
+    do {
+      skip_space();
+      const int line = line_, col = col_;
+      sym::BoundIndex index;
+      index.name = read_word();
+      if (index.name.empty()) fail("expected an index name but found " + describe_here());
+      if (graph_->find_symbol(index.name)) fail_at(line, col, "claim index " + index.name + " is a declared symbol");
+      for (const sym::BoundIndex& other : indices)
+        if (other.name == index.name) fail_at(line, col, "claim index " + index.name + " is bound twice");
+      try {
+        sym::Expr::symbol(index.name);
+      } catch (const std::invalid_argument&) {
+        fail_at(line, col, "claim index '" + index.name + "' is not a valid name");
+      }
+      expect('<');
+      skip_space();
+      const int bound_line = line_, bound_col = col_;
+      size_t start = pos_;
+      int depth = 0;
+      while (!at_end() && peek() != '\n') {
+        if (peek() == '(') ++depth;
+        if ((peek() == ',' || peek() == ')') && depth == 0) break;
+        if (peek() == ')') --depth;
+        advance();
+      }
+      index.bound = parse_expr_text(std::string(text_.substr(start, pos_ - start)), bound_line, bound_col);
+      if (index.bound.is_boolean()) fail_at(bound_line, bound_col, "the bound of claim index " + index.name + " is not an integer");
+      indices.push_back(std::move(index));
+    } while (accept(','));
+    expect(')');
+    return indices;
+  }
+
+  // An expression whose symbols must all be declared above the graph (or be among
+  // `local`, the indices of the claim it belongs to).
+  sym::Expr parse_expr_text(const std::string& text, int line, int col, const std::set<std::string>& local = {}) {
     sym::Expr e;
     try {
       e = sym::parse(text);
@@ -527,7 +569,8 @@ class Parser {
       fail_at(line, col + static_cast<int>(err.column) - 1, std::string("in symbolic expression: ") + err.what());
     }
     for (const std::string& name : e.free_symbols())
-      if (!graph_->find_symbol(name)) fail_at(line, col, "undeclared symbol " + name + " (declare it with a 'symbol' line)");
+      if (!local.count(name) && !graph_->find_symbol(name))
+        fail_at(line, col, "undeclared symbol " + name + " (declare it with a 'symbol' line)");
     return e;
   }
 

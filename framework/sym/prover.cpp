@@ -182,19 +182,35 @@ void decide(ClaimResult& result, const std::vector<Symbol>& symbols, const Prove
     result.reason = std::move(reason);
   };
   if (!condition.is_boolean()) return unknown("condition is not boolean: " + condition.to_string());
+  for (const BoundIndex& index : result.claim.indices) {
+    // An index that shadows a symbol would make the symbol's range apply to it.
+    for (const Symbol& s : symbols)
+      if (s.name == index.name) return unknown("claim index " + index.name + " is also a declared symbol");
+    if (index.bound.is_boolean()) return unknown("the bound of index " + index.name + " is not an integer");
+  }
   std::vector<Symbol> declarations;
-  if (std::string why = find_declarations(condition.free_symbols(), symbols, declarations); !why.empty())
+  if (std::string why = find_declarations(result.claim.symbols(), symbols, declarations); !why.empty())
     return unknown(why);
 
   try {
     z3::context ctx;
     Translator translator(ctx);
+    // The indices range over [0, bound): a value outside is no counterexample. Their
+    // bounds are translated first, so a bound that can divide by zero refutes too.
+    z3::expr_vector index_ranges(ctx);
+    for (const BoundIndex& index : result.claim.indices) {
+      const z3::expr i = ctx.int_const(index.name.c_str());
+      index_ranges.push_back(i >= 0);
+      index_ranges.push_back(i < translator.translate(index.bound));
+    }
     const z3::expr holds = translator.translate(condition);
     const z3::expr defined = translator.divisors_nonzero();
     z3::solver solver(ctx);
     // Only the claim's own symbols are constrained: declarations are independent, and an
     // unrelated symbol with an empty range would otherwise prove every claim vacuously.
     for (const Symbol& s : declarations) solver.add(translator.translate(range_constraint(s)));
+    // For all indices: the negation asks for some index in range where it fails.
+    if (!index_ranges.empty()) solver.add(z3::mk_and(index_ranges));
     solver.add(!(defined && holds));
 
     z3::check_result outcome;
@@ -219,6 +235,25 @@ void decide(ClaimResult& result, const std::vector<Symbol>& symbols, const Prove
       if (!model.eval(ctx.int_const(s.name.c_str()), true).is_numeral_i64(value))
         return unknown("model value of " + s.name + " does not fit in 64 bits");
       result.counterexample[s.name] = value;
+    }
+    for (const BoundIndex& index : result.claim.indices) {
+      int64_t value;
+      if (!model.eval(ctx.int_const(index.name.c_str()), true).is_numeral_i64(value))
+        return unknown("model value of index " + index.name + " does not fit in 64 bits");
+      result.counterexample[index.name] = value;
+    }
+    // The indices of a counterexample must lie in their ranges (checked like the rest).
+    for (const BoundIndex& index : result.claim.indices) {
+      try {
+        const auto bound = evaluate(index.bound, result.counterexample);
+        const int64_t value = result.counterexample[index.name];
+        if (!bound || value < 0 || value >= *bound) {
+          result.counterexample.clear();
+          return unknown("model check failed: index " + index.name + " outside [0, " + index.bound.to_string() + ")");
+        }
+      } catch (const EvalError&) {
+        // A zero divisor in the bound: reported by the divisor loop below.
+      }
     }
     // Z3's model is checked with evaluate(), so a translation bug shows up as unknown
     // instead of a wrong refutation.
@@ -272,7 +307,7 @@ std::string ClaimResult::format() const {
   if (!claim.pass.empty()) out += " (" + claim.pass + ")";
   out += ": ";
   if (!claim.description.empty()) out += claim.description + " ";
-  out += "[" + claim.condition.to_string() + "]";
+  out += "[" + (claim.indices.empty() ? "" : claim.quantifier_text() + ": ") + claim.condition.to_string() + "]";
   if (verdict == Verdict::Refuted) {
     out += " counterexample";
     const char* separator = " ";
@@ -332,7 +367,7 @@ ProofReport prove_all(const std::vector<Claim>& claims, const std::vector<Symbol
   // the split claim); Z3 answers once per distinct question.
   std::map<std::pair<std::string, std::string>, size_t> first_with;
   for (const Claim& claim : claims) {
-    const auto key = std::make_pair(claim.kind, claim.condition.to_string());
+    const auto key = std::make_pair(claim.kind, claim.quantifier_text() + claim.condition.to_string());
     const auto [it, fresh] = first_with.emplace(key, report.results.size());
     if (fresh) {
       report.results.push_back(prove(claim, symbols, options));

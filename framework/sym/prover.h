@@ -4,6 +4,10 @@
 // model (the counterexample), and unknown on timeout or an unsupported term: unknown is
 // never counted as proved.
 //
+// A claim with indices (Claim::indices) holds when the condition holds for every index
+// in [0, bound) as well: the indices are existentially quantified in the negation, so a
+// refutation names both the symbol values and the indices where the condition fails.
+//
 // Only the symbols the claim mentions are constrained (a declaration with no admissible
 // value makes a claim over it unknown instead of vacuously proved). floordiv and mod
 // follow Python's semantics; a claim holds only where every divisor in it is nonzero, so
@@ -31,7 +35,8 @@ struct ProveOptions {
 struct ClaimResult {
   Claim claim;
   Verdict verdict = Verdict::Unknown;
-  /// Refuted: symbol values (all admissible) for which the condition is false.
+  /// Refuted: symbol values (all admissible), and for a claim with indices the index
+  /// values (each in its range), for which the condition is false.
   std::map<std::string, int64_t> counterexample;
   /// Unknown: why (Z3 reason, "undeclared symbol s1", ...). Refuted by a zero divisor:
   /// "division by zero: s1 - 2 is 0".

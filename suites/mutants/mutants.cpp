@@ -5,6 +5,7 @@
 
 #include "suites/mutants/ac_mutants.h"
 #include "suites/mutants/cleanup_mutants.h"
+#include "suites/mutants/collective_mutants.h"
 #include "suites/mutants/decision_mutants_ac.h"
 #include "suites/mutants/partition_mutants.h"
 
@@ -54,8 +55,8 @@ std::string summary_of(const MutantInfo& m) {
 const std::vector<MutantInfo>& all_mutants() {
   static const std::vector<MutantInfo> all = [] {
     std::vector<MutantInfo> out;
-    for (const std::vector<MutantInfo>& family :
-         {ac_mutants(), chunk_mutants(), ac_chunk_decision_infos(), cleanup_mutants(), partition_mutants()})
+    for (const std::vector<MutantInfo>& family : {ac_mutants(), chunk_mutants(), collective_mutants(),
+                                                  ac_chunk_decision_infos(), cleanup_mutants(), partition_mutants()})
       out.insert(out.end(), family.begin(), family.end());
     return out;
   }();

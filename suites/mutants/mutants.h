@@ -24,7 +24,7 @@ struct MutantInfo {
   check::InjectedFaults faults;  ///< what it injects into every call of the real pass
 };
 
-/// Every mutant: the historical ones (bugs 1-3, 9, 10), then the decision mutants of the
+/// Every mutant: the historical ones (bugs 1-3, 9, 10, then 6, 7, 13 of the collectives), then the decision mutants of the
 /// AC and chunk passes, then those of the cleanup passes (excluded decisions left out).
 const std::vector<MutantInfo>& all_mutants();
 

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <iostream>
 #include <map>
 #include <set>
@@ -34,6 +36,10 @@ TEST(AcChunkCoverage, EveryDeclaredDecisionIsReachedForTheFixedSeed) {
     if (!known_gaps().count(u)) ADD_FAILURE() << "never reached: " << u;
   }
   for (const auto& [decision, why] : known_gaps()) {
+    // Only the gaps of the passes this campaign runs ("<pass> rule|guard <name>").
+    const std::string pass = decision.substr(0, decision.find(' '));
+    const std::vector<std::string> passes = gen::ac_chunk_passes();
+    if (std::find(passes.begin(), passes.end(), pass) == passes.end()) continue;
     EXPECT_TRUE(unreached.count(decision)) << decision << " is reached now: remove it from the known gaps";
     std::cout << "known gap: " << decision << " (" << why << ")\n";
   }
