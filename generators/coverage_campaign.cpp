@@ -138,7 +138,24 @@ uint64_t case_seed(uint64_t seed, int64_t index) {
 }
 
 const std::map<std::string, std::string>& known_decision_gaps() {
+  // The partitioners' decisions that need what generated single-process programs lack.
+  const std::string replayed_tags =
+      "the replayed tags (ap_must_save, ap_save_outputs) are written only by partition-min-cut{tag-saves=true} on a partitioned module and reach a joint graph through join_module, which is no pass: the round trip (passes/partition/round_trip.h) reaches it in suites/unit/partition_round_trip_test.cpp, and suites/passes_text/partition-save-all.graph and suites/unit/partition_replay_test.cpp give it tagged graphs";
   static const std::map<std::string, std::string> gaps = {
+      {"partition-min-cut guard collective",
+       "collectives run only on a mesh: traced single-process programs hold none; the FSDP llama3 rank graph of "
+       "suites/unit/partition_round_trip_test.cpp reaches it"},
+      {"partition-min-cut guard far-from-backward",
+       "needs a forward node more than 1000 nodes from the backward; generated programs are far smaller"},
+      {"partition-min-cut guard side-effects",
+       "traced programs have no side-effecting forward node other than in-place writes, which the mutating guard "
+       "refuses first"},
+      {"partition-save-all rule save-tagged", replayed_tags},
+      {"partition-save-all rule save-recorded-outputs", replayed_tags},
+      {"partition-save-all guard must-recompute-blocks-save", replayed_tags},
+      {"partition-save-all guard prefer-recompute-blocks-save", replayed_tags},
+      {"partition-save-all rule force-save-collective",
+       "collectives run only on a mesh: traced single-process programs hold none"},
       {"concretize guard leftover-symbol",
        "an assertion over concretize's own work: the loops before it substitute every sym(...) it inspects (input "
        "metadata, arguments down nested lists, output metadata) with the same traversal and fail with a clear "
@@ -183,6 +200,14 @@ const std::vector<CampaignEntry>& default_coverage_campaign() {
       // The FSDP, placement and scheduling passes on hand-made per-rank graphs (every
       // situation in one case: they are few and fixed).
       {"distributed-situations", "", 1, 20},
+      // The partitioners on traced programs: min-cut under AC tags (must-recompute,
+      // must-save, random ops) with and without a memory budget, then the tagging.
+      {"ac-programs", "classify-nodes", 16, 20},
+      {"ac-programs", "ac-regions,sac-tag{policy=eager},partition-min-cut{tag-saves=true}", 32, 21},
+      {"ac-programs", "ac-regions,sac-tag{policy=op},partition-min-cut{memory-budget=0.2}", 32, 22},
+      {"ac-programs", "partition-min-cut,tag-ap-must-save", 32, 23},
+      {"ac-programs", "ac-regions,sac-tag{policy=eager},partition-save-all", 32, 24},
+      {"ac-programs", "ac-regions,sac-tag{policy=op},partition-save-all{semantics=pr467}", 32, 25},
   };
   return campaign;
 }

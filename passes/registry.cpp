@@ -9,6 +9,7 @@
 #include "passes/fsdp/fsdp_passes.h"
 #include "passes/placement/placement_passes.h"
 #include "passes/schedule/schedule_passes.h"
+#include "passes/partition/partition_passes.h"
 
 namespace passcheck::check {
 
@@ -20,6 +21,7 @@ void register_builtin_passes(PassRegistry& registry) {
   passes::register_fsdp_passes(registry);
   passes::register_placement_passes(registry);
   passes::register_schedule_passes(registry);
+  passes::register_partition_passes(registry);
 }
 
 const PassRegistry& PassRegistry::global() {

@@ -125,6 +125,15 @@ inline bool is_recomputable(RecomputePolicy p) {
 ///   prefetch-fsdp-all-gathers (passes/schedule), read by cap-compute-batch-size.
 /// - "chunk_early_accumulation": "1" on adds the chunk pass inserted early for
 ///   parameter-gradient partials.
+/// - "partition_class": "forward", "backward" or "unclaimed", written by classify-nodes
+///   (passes/partition/classify.h).
+/// - "ap_must_save": "1" on a forward node whose outputs the first partition saved for
+///   the backward (partition-min-cut tag-saves=true, tag-ap-must-save); read by
+///   partition-save-all, merged by cse.
+/// - "ap_save_outputs": the saved output indices of such a node with several outputs
+///   ("0,2"); absent: every output.
+/// Partitioners (passes/partition/split.h) also write "recomputed_from" on the forward
+/// nodes a backward part recomputes.
 struct NodeMeta {
   Phase phase = Phase::Forward;
   std::string module_fqn;

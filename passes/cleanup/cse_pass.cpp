@@ -4,17 +4,27 @@
 // merged: nodes without outputs, RNG draws (two draws differ), uninitialized
 // allocations (two buffers must stay two), operators whose output aliases an input
 // (merging views would merge later writes through them), mutating operators,
-// collectives, and rematerialized duplicates (custom "recomputed_from": merging them
-// with their original would undo the recomputation). Mutations bound the search: a
-// mutating or side-effecting node lies between the candidates it separates (guard
-// mutation-between), and a candidate whose result (or a view of it) is later written
-// is not merged into (guard result-written). Each reason is a guard of its own name.
+// collectives (unless merge-collectives: the partition round trip dedupes the all_gather
+// chains a re-imported backward repeats), and rematerialized duplicates (custom
+// "recomputed_from": merging them with their original would undo the recomputation).
+// Mutations bound the search: a mutating or side-effecting node lies between the
+// candidates it separates (guard mutation-between), and a candidate whose result (or a
+// view of it) is later written is not merged into (guard result-written). Each reason is
+// a guard of its own name.
+// The kept node takes over the metadata that decides how the value is saved (stat
+// merged_metadata; historical bug 16 dropped it): ap_must_save is the union; the saved
+// outputs (ap_save_outputs) are the union, or all of them when either tag lists none;
+// the recompute policy is the stronger of the two in the order MUST_SAVE >
+// MUST_RECOMPUTE > PREFER_RECOMPUTE > PREFER_SAVE > unset, so a save beats a recompute
+// only when either says MUST_SAVE; custom keys only the erased node has are copied.
 #include "passes/cleanup/cleanup_passes.h"
 #include "passes/cleanup/rewrite_util.h"
 
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 
+#include <set>
+#include <sstream>
 #include <unordered_map>
 
 namespace passcheck::passes {
@@ -67,12 +77,58 @@ class WriteExposure {
   std::unordered_map<const ir::Value*, bool> memo_;
 };
 
+int policy_strength(ir::RecomputePolicy p) {
+  switch (p) {
+    case ir::RecomputePolicy::MustSave: return 4;
+    case ir::RecomputePolicy::MustRecompute: return 3;
+    case ir::RecomputePolicy::PreferRecompute: return 2;
+    case ir::RecomputePolicy::PreferSave: return 1;
+    case ir::RecomputePolicy::Unset: return 0;
+  }
+  return 0;
+}
+
+// The save-deciding metadata of `into` after `from` merges into it (file comment).
+ir::NodeMeta merged_meta(const ir::NodeMeta& into, const ir::NodeMeta& from) {
+  ir::NodeMeta merged = into;
+  if (policy_strength(from.recompute) > policy_strength(into.recompute)) merged.recompute = from.recompute;
+  for (const auto& [key, value] : from.custom) merged.custom.emplace(key, value);
+  auto& custom = merged.custom;
+  const bool into_saves = into.custom.count("ap_must_save") > 0, from_saves = from.custom.count("ap_must_save") > 0;
+  if (into_saves && from_saves) {
+    auto a = into.custom.find("ap_save_outputs"), b = from.custom.find("ap_save_outputs");
+    if (a == into.custom.end() || b == from.custom.end()) {
+      custom.erase("ap_save_outputs");  // one of them saves every output
+    } else {
+      std::set<long long> indices;
+      for (const std::string* list : {&a->second, &b->second}) {
+        std::stringstream items(*list);
+        for (std::string item; std::getline(items, item, ',');)
+          if (!item.empty()) indices.insert(std::stoll(item));
+      }
+      std::string joined;
+      for (long long i : indices) joined += (joined.empty() ? "" : ",") + std::to_string(i);
+      custom["ap_save_outputs"] = joined;
+    }
+  } else if (from_saves) {
+    custom["ap_must_save"] = from.custom.at("ap_must_save");
+    auto b = from.custom.find("ap_save_outputs");
+    if (b == from.custom.end()) custom.erase("ap_save_outputs");
+    else custom["ap_save_outputs"] = b->second;
+  }
+  return merged;
+}
+
 }  // namespace
 
 check::PassInfo cse_pass_info() {
   check::PassInfo info;
   info.name = "cse";
   info.summary = "Merge nodes computing the same operator on the same arguments (keeps the first)";
+  info.options = {{"merge-collectives",
+                   "merge equal collectives (and their waits) too instead of treating them as barriers",
+                   "false",
+                   {"true", "false"}}};
   info.rules = {{"merge-duplicate", "a node equal to an earlier one: its uses go to the earlier one and it is erased"}};
   info.guards = {
       {"random", "two random draws are two different draws"},
@@ -82,16 +138,21 @@ check::PassInfo cse_pass_info() {
       {"mutation-between", "a mutating, side-effecting or collective node lies between the two"},
       {"result-written", "one of the two results (or a view of it) is written later"},
   };
+  info.injectable_bugs = {{"drop-duplicate-metadata",
+                           "historical bug 16 (upstream): the erased duplicate's metadata is dropped, so a tag only "
+                           "it carried (ap_must_save, a recompute policy) is lost"}};
   info.numerics = check::NumericsEffect::Preserves;
   info.idempotent = true;
   return info;
 }
 
 check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) {
-  int64_t erased = 0, rewired = 0;
+  int64_t erased = 0, rewired = 0, merged_metadata = 0;
   check::PassResult decisions;
   check::Decisions d(decisions, options);
   const bool values_only = d.widened("merge-duplicate");
+  const bool merge_collectives = options.values().count("merge-collectives") && options.get_bool("merge-collectives");
+  const bool drop_metadata = d.injected("drop-duplicate-metadata");
   // The first node of each key and the barrier epoch it was seen in: a mutation
   // between the two (a later epoch) makes the earlier result stale.
   struct Seen {
@@ -102,7 +163,7 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
   int64_t epoch = 0;
   WriteExposure writes;
   for (ir::Node* n : graph.nodes()) {
-    if (exec::is_mutating(*n) || exec::has_side_effects(*n) || exec::is_collective(*n)) {
+    if (exec::is_mutating(*n) || exec::has_side_effects(*n) || (exec::is_collective(*n) && !merge_collectives)) {
       ++epoch;
       continue;
     }
@@ -140,12 +201,20 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
       rewired += static_cast<int64_t>(n->output(i)->uses().size());
       n->output(i)->replace_all_uses_with(first->output(i));
     }
+    if (!drop_metadata) {
+      ir::NodeMeta merged = merged_meta(first->meta(), n->meta());
+      if (!(merged == first->meta())) {
+        first->meta() = std::move(merged);
+        ++merged_metadata;
+      }
+    }
     graph.erase(n);
     ++erased;
     d.fire("merge-duplicate");
   }
   check::PassResult result = detail::rewrite_result(erased, rewired);
   detail::add_decisions(result, decisions);
+  if (merged_metadata) result.stats["merged_metadata"] = merged_metadata;
   return result;
 }
 

@@ -8,6 +8,7 @@
 #include "suites/mutants/collective_mutants.h"
 #include "suites/mutants/decision_mutants_ac.h"
 #include "suites/mutants/distributed_mutants.h"
+#include "suites/mutants/partition_mutants.h"
 
 #include <algorithm>
 #include <sstream>
@@ -56,7 +57,7 @@ const std::vector<MutantInfo>& all_mutants() {
   static const std::vector<MutantInfo> all = [] {
     std::vector<MutantInfo> out;
     for (const std::vector<MutantInfo>& family : {ac_mutants(), chunk_mutants(), collective_mutants(), distributed_mutants(),
-                                                  ac_chunk_decision_infos(), cleanup_mutants()})
+                                                  ac_chunk_decision_infos(), cleanup_mutants(), partition_mutants()})
       out.insert(out.end(), family.begin(), family.end());
     return out;
   }();
@@ -72,6 +73,13 @@ void register_all_mutants(check::PassRegistry& registry) {
     info.summary = summary_of(m);
     // A mutant is not itself a target for further faults.
     info.injectable_bugs.clear();
+    if (real.is_module_pass()) {
+      registry.add_module_pass(info, [run = real.run_module, faults = m.faults](ir::Module& mod,
+                                                                                const check::PassOptions& o) {
+        return run(mod, o.with_faults(faults));
+      });
+      continue;
+    }
     registry.add(info, [run = real.run, faults = m.faults](ir::Graph& g, const check::PassOptions& o) {
       return run(g, o.with_faults(faults));
     });

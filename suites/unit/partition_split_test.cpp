@@ -1,0 +1,216 @@
+// Node classification, split_joint / join_module and partition-min-cut on the debug
+// models: a split module run part after part equals the joint graph bit for bit for
+// every saved set tried, a re-imported module runs like the module, and min-cut's
+// decisions follow PyTorch's rules on small graphs written out by hand.
+#include "passes/partition/partition_passes.h"
+#include "suites/unit/partition_test_support.h"
+
+#include <gtest/gtest.h>
+
+namespace passcheck {
+namespace {
+
+using passes::Classification;
+using passes::NodeClass;
+
+std::vector<const ir::Value*> values_named(const ir::Graph& g, const std::vector<std::string>& names) {
+  std::vector<const ir::Value*> out;
+  for (const std::string& n : names) {
+    const ir::Value* v = g.find_value(n);
+    if (!v) throw std::runtime_error("no value %" + n);
+    out.push_back(v);
+  }
+  return out;
+}
+
+ir::Module min_cut(const ir::Graph& joint, std::map<std::string, std::string> options = {}) {
+  ir::Module module = ir::Module::of_graph(joint.clone());
+  const auto& pass = check::PassRegistry::global().get("partition-min-cut");
+  pass.run_module(module, check::PassOptions(pass.info, options));
+  return module;
+}
+
+std::vector<std::string> saved_names(const ir::Module& module) {
+  std::vector<std::string> out;
+  for (size_t i : module.linked_outputs(0)) out.push_back(module.parts[0].graph->outputs()[i]->name());
+  return out;
+}
+
+TEST(PartitionClassify, MlpForwardLossAndBackward) {
+  const auto& m = testing::traced_joint("mlp");
+  const Classification c = passes::classify_nodes(*m.graph);
+  EXPECT_EQ(c.output_is_backward, (std::vector<bool>{false, true, true}));
+  for (const ir::Node* n : m.graph->nodes()) {
+    const bool bw = n->meta().phase == ir::Phase::Backward;
+    EXPECT_EQ(c.is_backward(n), bw) << ir::print_node(*n);
+    if (!bw) EXPECT_EQ(c.class_of(n), NodeClass::RequiredForward) << ir::print_node(*n);
+  }
+  // What the backward reads of the forward: the loss (ones_like), mm (gelu_backward),
+  // gelu and t_1 (the fc2 matmuls).
+  std::vector<std::string> read;
+  for (const ir::Value* v : passes::forward_values_read_by_backward(*m.graph, c)) read.push_back(v->name());
+  EXPECT_EQ(read, (std::vector<std::string>{"mm", "gelu", "t_1", "sum"}));
+}
+
+TEST(PartitionClassify, UsersOfBackwardNodesAreBackwardAndDeadForwardNodesUnclaimed) {
+  auto g = ir::parse_graph(R"(graph(arg %x : f32[4]):
+  %neg : f32[4] = aten::neg(%x)
+  %sum : f32[] = aten::sum(%neg, None)  #{phase=loss}
+  %ones_like : f32[] = aten::ones_like(%sum, None, None, None, None, torch.contiguous_format)  #{phase=backward}
+  %mul : f32[4] = aten::mul.Tensor(%x, %ones_like)
+  %exp : f32[4] = aten::exp(%x)
+  return (%sum, %mul))");
+  const Classification c = passes::classify_nodes(*g);
+  EXPECT_EQ(c.class_of(g->find_value("mul")->producer()), NodeClass::RequiredBackward);
+  EXPECT_EQ(c.class_of(g->find_value("exp")->producer()), NodeClass::Unclaimed);
+  EXPECT_EQ(c.class_of(g->find_value("neg")->producer()), NodeClass::RequiredForward);
+}
+
+class SplitModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SplitModels, EverySavedSetRunsLikeTheJointGraph) {
+  const auto& m = testing::traced_joint(GetParam());
+  const Classification c = passes::classify_nodes(*m.graph);
+  const std::vector<const ir::Value*> everything = passes::forward_values_read_by_backward(*m.graph, c);
+  std::vector<const ir::Value*> random_only;
+  for (const ir::Value* v : everything)
+    if (passes::unsafe_to_recompute(*v->producer())) random_only.push_back(v);
+  std::vector<const ir::Value*> every_other;
+  for (size_t i = 0; i < everything.size(); i += 2) every_other.push_back(everything[i]);
+  for (const ir::Value* v : random_only) every_other.push_back(v);
+  for (const auto& [label, saved] : std::vector<std::pair<std::string, std::vector<const ir::Value*>>>{
+           {"nothing but unrecomputable values", random_only},
+           {"everything the backward reads", everything},
+           {"every other value", every_other}}) {
+    SCOPED_TRACE(label);
+    passes::SplitResult split = passes::split_joint(*m.graph, saved, c);
+    testing::expect_module_matches_joint(*m.graph, split.module, m.inputs);
+    // The re-imported module runs like the joint graph too.
+    auto joined = passes::join_module(split.module);
+    testing::expect_module_matches_joint(*m.graph, ir::Module::of_graph(std::move(joined)), m.inputs);
+  }
+  ir::Module cut = min_cut(*m.graph);
+  testing::expect_module_matches_joint(*m.graph, cut, m.inputs);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SplitModels, ::testing::Values("mlp", "dropout_mlp", "llama3"));
+
+TEST(PartitionSplit, SavingNothingRecomputesTheForwardInTheBackward) {
+  const auto& m = testing::traced_joint("mlp");
+  passes::SplitResult split = passes::split_joint(*m.graph, {});
+  EXPECT_TRUE(split.saved.empty());
+  EXPECT_EQ(split.module.linked_bytes(0), 0);
+  EXPECT_GT(split.recomputed_nodes, 0);
+  const ir::Graph& backward = *split.module.parts[1].graph;
+  for (const ir::Node* n : backward.nodes())
+    if (n->meta().custom.count("recomputed_from")) EXPECT_EQ(n->meta().phase, ir::Phase::Backward);
+  testing::expect_module_matches_joint(*m.graph, split.module, m.inputs);
+}
+
+// dropout_mlp's mask is bernoulli_ then div_ (in place): neither can run again.
+TEST(PartitionSplit, RefusesToRecomputeTheDropoutMaskAndNamesIt) {
+  const auto& m = testing::traced_joint("dropout_mlp");
+  try {
+    passes::split_joint(*m.graph, {});
+    FAIL() << "expected a refusal";
+  } catch (const check::RefusedInput& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("but `%div_ : f32[8, 32] = aten::div_.Scalar(%bernoulli_, 0.75)"), std::string::npos) << what;
+    EXPECT_NE(what.find("cannot be recomputed (mutating) and is not saved"), std::string::npos) << what;
+  }
+}
+
+TEST(PartitionSplit, RefusesABackwardValueAsASavedValue) {
+  const auto& m = testing::traced_joint("mlp");
+  EXPECT_THROW(passes::split_joint(*m.graph, values_named(*m.graph, {"mm_2"})), check::RefusedInput);
+}
+
+TEST(PartitionSplit, ModuleOutputsFollowTheJointOutputs) {
+  const auto& m = testing::traced_joint("mlp");
+  passes::SplitResult split = passes::split_joint(*m.graph, values_named(*m.graph, {"mm", "gelu"}));
+  EXPECT_EQ(split.saved, (std::vector<std::string>{"mm", "gelu"}));
+  ASSERT_EQ(split.module.outputs.size(), 3u);
+  EXPECT_EQ(split.module.outputs[0], (ir::PartOutput{0, 0}));
+  EXPECT_EQ(split.module.outputs[1], (ir::PartOutput{1, 0}));
+  EXPECT_EQ(split.module.outputs[2], (ir::PartOutput{1, 1}));
+  EXPECT_EQ(split.module.parts[0].name, "forward");
+  EXPECT_EQ(split.module.parts[1].name, "backward");
+  // Forward outputs: the loss, then the saved values; the backward links them and reads
+  // the module inputs it needs by name.
+  EXPECT_EQ(split.module.parts[0].graph->outputs().size(), 3u);
+  const auto& sources = split.module.parts[1].input_sources;
+  ASSERT_GE(sources.size(), 2u);
+  EXPECT_EQ(sources[0], (std::optional<ir::PartOutput>{ir::PartOutput{0, 1}}));
+  EXPECT_EQ(sources[1], (std::optional<ir::PartOutput>{ir::PartOutput{0, 2}}));
+}
+
+// PyTorch's rules on a small graph: mm is banned (compute-intensive), so it is saved or
+// its consumers' inputs are; relu is cheap to recompute from the saved mm.
+constexpr const char* kReluMlp = R"(graph(param %w : f32[64, 64], arg %x : f32[8, 64]):
+  %mm : f32[8, 64] = aten::mm(%x, %w)
+  %relu : f32[8, 64] = aten::relu(%mm)
+  %mm_1 : f32[8, 64] = aten::mm(%relu, %w)
+  %sum : f32[] = aten::sum(%mm_1, None)  #{phase=loss}
+  %ones_like : f32[] = aten::ones_like(%sum, None, None, None, None, torch.contiguous_format)  #{phase=backward}
+  %expand : f32[8, 64]{0, 0} = aten::expand(%ones_like, [8, 64], False)  #{phase=backward}
+  %t : f32[64, 64]{1, 64} = aten::t(%w)  #{phase=backward}
+  %mm_2 : f32[8, 64] = aten::mm(%expand, %t)  #{phase=backward}
+  %threshold_backward : f32[8, 64] = aten::threshold_backward(%mm_2, %relu, 0)  #{phase=backward}
+  %t_1 : f32[64, 8]{1, 64} = aten::t(%relu)  #{phase=backward}
+  %mm_3 : f32[64, 64] = aten::mm(%t_1, %expand)  #{phase=backward}
+  %t_2 : f32[64, 8]{1, 64} = aten::t(%x)  #{phase=backward}
+  %mm_4 : f32[64, 64] = aten::mm(%t_2, %threshold_backward)  #{phase=backward}
+  %add : f32[64, 64] = aten::add.Tensor(%mm_3, %mm_4, 1)  #{phase=backward}
+  return (%sum, %add))";
+
+TEST(PartitionMinCut, SavesTheBannedMatmulAndRecomputesTheCheapRelu) {
+  auto g = ir::parse_graph(kReluMlp);
+  ir::Module module = min_cut(*g);
+  // relu would cost 8*64*4 bytes x 1.1 and mm as much: mm is further from the backward
+  // (x 1.21), so the cheaper cut is relu's... but relu is what the backward reads, and
+  // the loss (4 bytes) is cheaper to save than recompute through the banned mm_1.
+  EXPECT_EQ(saved_names(module), (std::vector<std::string>{"relu", "sum"}));
+  testing::expect_module_matches_joint(*g, module, exec::make_inputs(*g));
+}
+
+TEST(PartitionMinCut, MustRecomputeForcesTheRecomputationAndMustSaveTheSave) {
+  auto g = ir::parse_graph(kReluMlp);
+  g->find_value("relu")->producer()->meta().recompute = ir::RecomputePolicy::MustRecompute;
+  ir::Module module = min_cut(*g);
+  EXPECT_EQ(saved_names(module), (std::vector<std::string>{"mm", "sum"}));
+  auto h = ir::parse_graph(kReluMlp);
+  ir::Node* relu = h->find_value("relu")->producer();
+  relu->meta().recompute = ir::RecomputePolicy::PreferRecompute;  // PyTorch: must_recompute too
+  EXPECT_EQ(saved_names(min_cut(*h)), (std::vector<std::string>{"mm", "sum"}));
+}
+
+TEST(PartitionMinCut, RefusesAModuleThatIsAlreadyPartitioned) {
+  auto g = ir::parse_graph(kReluMlp);
+  ir::Module module = min_cut(*g);
+  const auto& pass = check::PassRegistry::global().get("partition-min-cut");
+  try {
+    pass.run_module(module, check::PassOptions(pass.info, {}));
+    FAIL() << "expected a refusal";
+  } catch (const check::RefusedInput& e) {
+    EXPECT_NE(std::string(e.what()).find("2 parts (forward, backward)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PartitionMinCut, BudgetBelowOneRecomputesAMatmulToSaveLess) {
+  auto g = ir::parse_graph(kReluMlp);
+  g->find_value("relu")->producer()->meta().recompute = ir::RecomputePolicy::MustRecompute;
+  const int64_t plain = min_cut(*g).linked_bytes(0);
+  ir::Module budgeted = min_cut(*g, {{"memory-budget", "0.1"}});
+  EXPECT_LT(budgeted.linked_bytes(0), plain);
+  EXPECT_EQ(saved_names(budgeted), (std::vector<std::string>{"sum"}));
+  testing::expect_module_matches_joint(*g, budgeted, exec::make_inputs(*g));
+}
+
+TEST(PartitionMinCut, RejectsABudgetOutsideZeroToOne) {
+  const auto& pass = check::PassRegistry::global().get("partition-min-cut");
+  EXPECT_THROW(check::PassOptions(pass.info, {{"memory-budget", "1.5"}}), check::PassConfigError);
+  EXPECT_THROW(check::PassOptions(pass.info, {{"memory-budget", "half"}}), check::PassConfigError);
+}
+
+}  // namespace
+}  // namespace passcheck

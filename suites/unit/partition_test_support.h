@@ -1,0 +1,71 @@
+// Helpers the partitioner unit tests share: traced debug models,
+// the per-rank FSDP llama3 graph from the CLI, and running a joint graph against a
+// partitioned module bit for bit.
+#pragma once
+
+#include "framework/check/compare.h"
+#include "framework/exec/executor.h"
+#include "framework/exec/inputs.h"
+#include "framework/exec/module_executor.h"
+#include "framework/ir/text.h"
+#include "oracles/training_driver.h"
+#include "passes/partition/partition_passes.h"
+#include "suites/support/test_support.h"
+
+#include <ATen/Context.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace passcheck::testing {
+
+/// A debug model's joint graph and inputs for it (llama3 shortened to batch 1, 16 tokens).
+struct TracedJoint {
+  std::shared_ptr<ir::Graph> graph;
+  std::vector<c10::IValue> inputs;
+};
+
+inline const TracedJoint& traced_joint(const std::string& model) {
+  static std::map<std::string, TracedJoint> cache;
+  auto it = cache.find(model);
+  if (it != cache.end()) return it->second;
+  models::SubjectOptions options;
+  if (model == "llama3") {
+    options.batch_size = 1;
+    options.seq_len = 16;
+  }
+  auto subject = models::make_subject(model, options);
+  trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), false);
+  TracedJoint m{program.shared_graph(), program.make_graph_inputs(subject->batch(1))};
+  return cache.emplace(model, std::move(m)).first->second;
+}
+
+/// Rank 0's graph of llama3 under FSDP on dp=2, as `passcheck trace` prints it.
+inline std::unique_ptr<ir::Graph> fsdp_llama3_rank_graph() {
+  CommandResult r = run_command(passcheck_binary() + " trace --model llama3 --parallel fsdp --mesh dp=2 2>/dev/null");
+  if (r.exit_code != 0) throw std::runtime_error("passcheck trace failed: " + r.output);
+  return ir::parse_graph(r.output, "llama3-fsdp-dp2");
+}
+
+/// Adds a failure per output of `module` that differs from `joint`'s bit for bit.
+inline void expect_module_matches_joint(const ir::Graph& joint, const ir::Module& module,
+                                        const std::vector<c10::IValue>& inputs) {
+  // Both runs draw the same random numbers (dropout_mlp): the generator restarts.
+  exec::Executor joint_exec(joint);
+  at::manual_seed(20261123);
+  std::vector<c10::IValue> expected = joint_exec.run(inputs);
+  exec::ModuleExecutor module_exec(module);
+  at::manual_seed(20261123);
+  std::vector<c10::IValue> actual = module_exec.run(inputs);
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (!expected[i].isTensor()) continue;
+    check::TensorComparison c =
+        check::compare_bitwise("output " + std::to_string(i), expected[i].toTensor(), actual[i].toTensor());
+    EXPECT_TRUE(c.equal) << c.describe();
+  }
+}
+
+}  // namespace passcheck::testing
