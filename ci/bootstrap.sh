@@ -10,7 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libz3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   python3-torch
-  libboost1.74-dev
+  libboost-graph-dev
   clang-14 libclang-rt-14-dev
 )
 
