@@ -5,7 +5,7 @@
 // they are, before their first use. With bucket-reduce-scatters=n > 0, each run of n
 // consecutive reduce_scatters is issued together at the last one's place (their waits
 // right after it), which lets the backward compute between them run back to back. A
-// member whose wait is read before the bucket stays put. Before moving anything, it
+// member whose wait is read before the bucket, or by another member, stays put. Before moving anything, it
 // records the compute order (record_compute_order) for cap-compute-batch-size. Only moves
 // nodes: what is computed is unchanged.
 #include "framework/check/distributed_properties.h"
@@ -14,6 +14,7 @@
 #include "passes/schedule/stable_topo_sort.h"
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 namespace passcheck::passes {
@@ -90,11 +91,17 @@ check::PassResult prefetch_fsdp_all_gathers_pass(ir::Graph& graph, const check::
       size_t end = std::min(reduce_scatters.size(), start + static_cast<size_t>(bucket));
       ir::Node* anchor = reduce_scatters[end - 1];
       ir::Node* wait_cursor = anchor;
+      // Every member is issued before the anchor's place, so a member (or the anchor)
+      // that reduces another member's waited result (fsdp2d's reduce_scatter over dp of
+      // the one over tp) reads that wait early too.
+      const std::set<const ir::Node*> members(reduce_scatters.begin() + static_cast<std::ptrdiff_t>(start),
+                                              reduce_scatters.begin() + static_cast<std::ptrdiff_t>(end));
       for (size_t i = start; i + 1 < end; ++i) {
         ir::Node* rs = reduce_scatters[i];
         ir::Node* wait = wait_of(*rs);
         bool read_early = false;
-        for (const ir::Use& u : wait->output(0)->uses()) read_early |= !u.is_graph_output() && u.user->is_before(anchor);
+        for (const ir::Use& u : wait->output(0)->uses())
+          read_early |= !u.is_graph_output() && (u.user->is_before(anchor) || members.count(u.user) > 0);
         if (d.refuse("wait-read-before-bucket", read_early)) continue;
         rs->move_before(anchor);
         wait->move_after(wait_cursor);
