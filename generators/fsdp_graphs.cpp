@@ -221,9 +221,9 @@ rc::Gen<std::string> arbitrary_alias_graph() {
 }
 
 std::string fsdp_chain_graph_for_seed(uint64_t seed) {
-  return arbitrary_fsdp_chain_graph()(rc::Random(seed), 30).value();
+  return arbitrary_fsdp_chain_graph()(rc::Random(seed), rc::kNominalSize).value();
 }
 
-std::string alias_graph_for_seed(uint64_t seed) { return arbitrary_alias_graph()(rc::Random(seed), 30).value(); }
+std::string alias_graph_for_seed(uint64_t seed) { return arbitrary_alias_graph()(rc::Random(seed), rc::kNominalSize).value(); }
 
 }  // namespace passcheck::gen

@@ -86,7 +86,14 @@ RankDriverReport run_rank_traced_vs_eager(DriverOptions options) {
   RankDriverReport report;
   report.rank = rank.rank;
   auto transform = options.transform;
+  // The mesh, rank and declared placements go on the graph before any pass sees it:
+  // collective passes read group sizes from the mesh, placement passes the placements.
+  models::SubjectOptions on_meta = options.subject;
+  on_meta.device = c10::Device(c10::DeviceType::Meta);
+  const auto placements = models::make_subject(options.model, on_meta)->placements();
   options.transform = [&](trace::TracedProgram& program) {
+    record_placements(program.mutable_graph(), *rank.mesh, rank.rank, program.state_fqns(), program.num_parameters(),
+                      placements);
     if (transform) transform(program);
     report.collectives = count_collectives(program.graph());
     for (const ir::Node* n : program.graph().nodes())

@@ -41,7 +41,9 @@ struct RankDriverReport {
 std::shared_ptr<ir::Graph> trace_rank_graph(const std::string& model, models::SubjectOptions options,
                                             const dist::DeviceMesh& mesh, int64_t rank);
 
-/// run_traced_vs_eager on the calling rank with trace_on_meta forced on. After tracing,
+/// run_traced_vs_eager on the calling rank with trace_on_meta forced on; the traced
+/// graph carries the mesh, the rank and the model's placements (record_placements) before
+/// `options.transform` sees it. After tracing,
 /// every rank meets at a barrier over the whole mesh before the first step, so no rank
 /// computes gradients while another traces (the tracer's backward marking looks at
 /// every thread's gradient computation).

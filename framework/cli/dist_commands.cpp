@@ -94,8 +94,6 @@ RankCheck check_rank(const CheckArgs& args, const dist::DeviceMesh& mesh, int64_
   options.eager_checkpoint = eager_checkpoint_for(args.eager_ac, pipeline);
   options.transform = [&](trace::TracedProgram& program) {
     ir::Graph& graph = program.mutable_graph();
-    oracles::record_placements(graph, mesh, rank, program.state_fqns(), program.num_parameters(),
-                               meta_placements(args.model, options.subject));
     result.traced_nodes = graph.num_nodes();
     auto dump = [&](const std::string& stage, const ir::Graph& g) {
       if (args.dump_dir.empty()) return;

@@ -113,8 +113,9 @@ AliasExpectation reference_alias_rewrite(const ir::Graph& g) {
     if (n->op() == "aten::alias") readers_left[n->output()->name()] = 0;
     for (size_t s = 0; s < n->num_operands(); ++s) e.reads[{n->output()->name(), s}] = n->operand(s)->name();
   }
-  for (const ir::Node* c : g.nodes())
-    for (const ir::Value* v : std::set<ir::Value*>(c->operands().begin(), c->operands().end())) {
+  for (const ir::Node* c : g.nodes()) {
+    const std::vector<ir::Value*> operands = c->operands();
+    for (const ir::Value* v : std::set<ir::Value*>(operands.begin(), operands.end())) {
       const ir::Node* alias = v->producer();
       if (!alias || alias->op() != "aten::alias") continue;
       const ir::Value* x = alias->operand(0);
@@ -128,6 +129,7 @@ AliasExpectation reference_alias_rewrite(const ir::Graph& g) {
         ++readers_left[v->name()];
       }
     }
+  }
   for (const auto& [alias, left] : readers_left)
     if (left == 0 && g.find_value(alias)->placements() != g.find_value(alias)->producer()->operand(0)->placements())
       e.erased.insert(alias);
