@@ -4,30 +4,22 @@
 // recorded identity claim, which Z3 refutes, and by running the fused graph.
 #include "suites/mutants/collective_mutants.h"
 
+#include "suites/mutants/mutants.h"
+
 namespace passcheck::mutants {
-
-namespace {
-
-check::InjectedFaults bug(const std::string& name) {
-  check::InjectedFaults faults;
-  faults.injected_bugs.insert(name);
-  return faults;
-}
-
-}  // namespace
 
 const std::vector<MutantInfo>& collective_mutants() {
   static const std::vector<MutantInfo> mutants = {
       {"mutant-fuse-chained-allgathers-swapped-groups", "fuse-chained-allgathers", 6,
        "the row-major and column-major flattened groups are swapped: a dp-then-tp chain gathers over dp_tp",
-       bug("swap-flattened-groups")},
+       injected_bug("swap-flattened-groups")},
       {"mutant-fuse-chained-allgathers-skips-identity-proof", "fuse-chained-allgathers", 7,
        "a view chain with a reorder is taken as the identity without a proof (permute[1,0] then [0,1] accepted)",
-       bug("skip-identity-proof")},
+       injected_bug("skip-identity-proof")},
       {"mutant-fuse-chained-allgathers-shape-stride-identity", "fuse-chained-allgathers", 13,
        "a view chain is the identity when its ends have equal shape and strides (upstream's check: "
        "permute -> reshape -> view back on a square tensor accepted)",
-       bug("shape-stride-identity")},
+       injected_bug("shape-stride-identity")},
   };
   return mutants;
 }

@@ -24,6 +24,14 @@ struct MutantInfo {
   check::InjectedFaults faults;  ///< what it injects into every call of the real pass
 };
 
+/// The faults of a mutant that reproduces the historical bug `name` its pass declares in
+/// PassInfo::injectable_bugs.
+inline check::InjectedFaults injected_bug(const std::string& name) {
+  check::InjectedFaults faults;
+  faults.injected_bugs.insert(name);
+  return faults;
+}
+
 /// Every mutant: the historical ones (bugs 1-3, 9, 10, then 6, 7, 13 of the collectives,
 /// then 5, 12, 14 of the FSDP, placement and scheduling passes), then the decision mutants
 /// of the AC and chunk passes, then those of the cleanup passes (excluded decisions left out).
