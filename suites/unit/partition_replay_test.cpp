@@ -9,6 +9,8 @@
 namespace passcheck {
 namespace {
 
+using testing::kReluMlp;
+
 ir::Module run_partitioner(const ir::Graph& joint, const std::string& pass_name,
                            std::map<std::string, std::string> options = {}) {
   ir::Module module = ir::Module::of_graph(joint.clone());
@@ -29,23 +31,6 @@ std::string custom_of(const ir::Graph& g, const std::string& value, const std::s
   return it == custom.end() ? "<none>" : it->second;
 }
 
-// relu is cheap to recompute from mm; the backward reads relu and the loss.
-constexpr const char* kReluMlp = R"(graph(param %w : f32[64, 64], arg %x : f32[8, 64]):
-  %mm : f32[8, 64] = aten::mm(%x, %w)
-  %relu : f32[8, 64] = aten::relu(%mm)
-  %mm_1 : f32[8, 64] = aten::mm(%relu, %w)
-  %sum : f32[] = aten::sum(%mm_1, None)  #{phase=loss}
-  %ones_like : f32[] = aten::ones_like(%sum, None, None, None, None, torch.contiguous_format)  #{phase=backward}
-  %expand : f32[8, 64]{0, 0} = aten::expand(%ones_like, [8, 64], False)  #{phase=backward}
-  %t : f32[64, 64]{1, 64} = aten::t(%w)  #{phase=backward}
-  %mm_2 : f32[8, 64] = aten::mm(%expand, %t)  #{phase=backward}
-  %threshold_backward : f32[8, 64] = aten::threshold_backward(%mm_2, %relu, 0)  #{phase=backward}
-  %t_1 : f32[64, 8]{1, 64} = aten::t(%relu)  #{phase=backward}
-  %mm_3 : f32[64, 64] = aten::mm(%t_1, %expand)  #{phase=backward}
-  %t_2 : f32[64, 8]{1, 64} = aten::t(%x)  #{phase=backward}
-  %mm_4 : f32[64, 64] = aten::mm(%t_2, %threshold_backward)  #{phase=backward}
-  %add : f32[64, 64] = aten::add.Tensor(%mm_3, %mm_4, 1)  #{phase=backward}
-  return (%sum, %add))";
 
 // A multi-output producer: max.dim's values feed the loss, its indices the backward.
 // The reduction (output 4x smaller than its input) is banned from recomputation.

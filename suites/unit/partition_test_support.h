@@ -68,4 +68,24 @@ inline void expect_module_matches_joint(const ir::Graph& joint, const ir::Module
   }
 }
 
+
+/// A two-matmul MLP's joint graph: mm is banned from recomputation (compute-intensive),
+/// relu is cheap to recompute from it; the backward reads relu and the loss.
+inline constexpr const char* kReluMlp = R"(graph(param %w : f32[64, 64], arg %x : f32[8, 64]):
+  %mm : f32[8, 64] = aten::mm(%x, %w)
+  %relu : f32[8, 64] = aten::relu(%mm)
+  %mm_1 : f32[8, 64] = aten::mm(%relu, %w)
+  %sum : f32[] = aten::sum(%mm_1, None)  #{phase=loss}
+  %ones_like : f32[] = aten::ones_like(%sum, None, None, None, None, torch.contiguous_format)  #{phase=backward}
+  %expand : f32[8, 64]{0, 0} = aten::expand(%ones_like, [8, 64], False)  #{phase=backward}
+  %t : f32[64, 64]{1, 64} = aten::t(%w)  #{phase=backward}
+  %mm_2 : f32[8, 64] = aten::mm(%expand, %t)  #{phase=backward}
+  %threshold_backward : f32[8, 64] = aten::threshold_backward(%mm_2, %relu, 0)  #{phase=backward}
+  %t_1 : f32[64, 8]{1, 64} = aten::t(%relu)  #{phase=backward}
+  %mm_3 : f32[64, 64] = aten::mm(%t_1, %expand)  #{phase=backward}
+  %t_2 : f32[64, 8]{1, 64} = aten::t(%x)  #{phase=backward}
+  %mm_4 : f32[64, 64] = aten::mm(%t_2, %threshold_backward)  #{phase=backward}
+  %add : f32[64, 64] = aten::add.Tensor(%mm_3, %mm_4, 1)  #{phase=backward}
+  return (%sum, %add))";
+
 }  // namespace passcheck::testing
