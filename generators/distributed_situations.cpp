@@ -7,10 +7,8 @@
 
 namespace passcheck::gen {
 
-const std::vector<DistributedSituation>& distributed_situations() {
-  static const std::vector<DistributedSituation> situations = {
-      // ag/wait/t tagged, the chain stops at mm (two inputs); remat regathers in the backward.
-      {"fsdp-joint", R"(mesh dp=4 rank 0
+const char* fsdp_joint_graph() {
+  return R"(mesh dp=4 rank 0
 graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 8], arg %grad : f32[2, 16]):
   %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")
   %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
@@ -19,7 +17,13 @@ graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 8], arg %grad : f32[2, 
   %t_1 : f32[16, 8] = aten::t(%t)  #{phase=backward}
   %mm_1 : f32[2, 8] = aten::mm(%grad, %t_1)  #{phase=backward}
   return (%mm, %mm_1)
-)",
+)";
+}
+
+const std::vector<DistributedSituation>& distributed_situations() {
+  static const std::vector<DistributedSituation> situations = {
+      // ag/wait/t tagged, the chain stops at mm (two inputs); remat regathers in the backward.
+      {"fsdp-joint", fsdp_joint_graph(),
        "force-recompute-fsdp-all-gather,remat"},
       // A cast before the gather; the same graph saved instead of recomputed.
       {"fsdp-cast", R"(mesh dp=4 rank 0

@@ -19,6 +19,11 @@ struct DistributedSituation {
   std::string pipeline;  ///< pipeline text
 };
 
+/// The smallest FSDP joint graph (mesh dp=4): a parameter gathered, waited, transposed and
+/// multiplied in the forward; the backward reads the transposed gathered weight. The
+/// situation "fsdp-joint", shared with the FSDP pass and mutant tests.
+const char* fsdp_joint_graph();
+
 /// Every situation, in a fixed order.
 const std::vector<DistributedSituation>& distributed_situations();
 

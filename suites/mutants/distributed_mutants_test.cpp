@@ -10,6 +10,8 @@
 #include "suites/mutants/distributed_mutants.h"
 
 #include <gmock/gmock.h>
+#include "generators/distributed_situations.h"
+
 #include <gtest/gtest.h>
 
 namespace passcheck {
@@ -22,16 +24,7 @@ std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_gra
 
 void run(const std::string& pipeline, ir::Graph& g) { check::Pipeline::parse(pipeline, registry_with_mutants()).run(g); }
 
-const char* const kJoint = R"(mesh dp=4 rank 0
-graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 8], arg %grad : f32[2, 16]):
-  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")
-  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
-  %t : f32[8, 16]{1, 8} = aten::t(%wait)
-  %mm : f32[2, 16] = aten::mm(%x, %t)
-  %t_1 : f32[16, 8] = aten::t(%t)  #{phase=backward}
-  %mm_1 : f32[2, 8] = aten::mm(%grad, %t_1)  #{phase=backward}
-  return (%mm, %mm_1)
-)";
+const char* const kJoint = gen::fsdp_joint_graph();
 
 const char* const kThirdPlacement = R"(mesh dp=32, tp=8 rank 0
 graph(arg %x : f32[4, 8] placed(S(0), S(0))):

@@ -9,6 +9,8 @@
 #include "passes/fsdp/fsdp_passes.h"
 
 #include <gmock/gmock.h>
+#include "generators/distributed_situations.h"
+
 #include <gtest/gtest.h>
 
 namespace passcheck {
@@ -16,20 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A forward (ag, wait, t, mm) and a backward reading the transposed gathered weight.
-const char* const kJoint = R"(mesh dp=4 rank 0
-graph(
-    param %w : f32[4, 8] placed(S(0)),
-    arg %x : f32[2, 8],
-    arg %grad : f32[2, 16]):
-  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")
-  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
-  %t : f32[8, 16]{1, 8} = aten::t(%wait)
-  %mm : f32[2, 16] = aten::mm(%x, %t)
-  %t_1 : f32[16, 8] = aten::t(%t)  #{phase=backward}
-  %mm_1 : f32[2, 8] = aten::mm(%grad, %t_1)  #{phase=backward}
-  return (%mm, %mm_1)
-)";
+const char* const kJoint = gen::fsdp_joint_graph();
 
 std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "test.graph"); }
 
