@@ -390,6 +390,19 @@ std::vector<VerifierIssue> verify_module(const ir::Module& m) {
     }
     for (VerifierIssue& i : verify_graph(*part.graph)) issue(where + ": " + i.message);
     const auto& inputs = part.graph->inputs();
+    if (part.capture) {
+      const auto& st = part.capture->static_inputs;
+      for (size_t k = 0; k < st.size(); ++k) {
+        if (st[k] >= inputs.size()) {
+          issue(where + " lists static input " + std::to_string(st[k]) + " but has " + std::to_string(inputs.size()) +
+                " inputs");
+        } else if (inputs[st[k]]->type() != ir::ValueType::Tensor) {
+          issue(where + " lists static input " + std::to_string(st[k]) + " (%" + inputs[st[k]]->name() +
+                "), which is not a tensor: only tensors have addresses to keep");
+        }
+        if (k > 0 && st[k] <= st[k - 1]) issue(where + " lists its static inputs out of order or twice");
+      }
+    }
     if (part.input_sources.size() != inputs.size()) {
       issue(where + " has " + std::to_string(inputs.size()) + " inputs but " +
             std::to_string(part.input_sources.size()) + " input sources");

@@ -14,15 +14,45 @@ namespace passcheck::exec {
 ModuleExecutor::ModuleExecutor(const ir::Module& module, ExecutorOptions options)
     : module_(module), options_(options) {
   for (const ir::ModulePart& part : module.parts) {
+    ExecutorOptions part_options = options;
+    // A capture's working memory is what the pool must hold: measure it.
+    if (part.capture) part_options.track_live_bytes = true;
     try {
-      executors_.push_back(std::make_unique<Executor>(*part.graph, options));
+      executors_.push_back(std::make_unique<Executor>(*part.graph, part_options));
+      if (!part.capture) {
+        wrappers_.push_back(nullptr);
+        continue;
+      }
+      if (!pool_) pool_ = std::make_shared<CapturePool>(part.capture->backend);
+      wrappers_.push_back(std::make_unique<CapturedGraph>(part.name, *executors_.back(), *part.graph, *part.capture, pool_));
     } catch (const ExecError& e) {
       throw ExecError("part '" + part.name + "': " + e.what());
     }
   }
 }
 
-ModuleExecutor::~ModuleExecutor() = default;
+ModuleExecutor::~ModuleExecutor() {
+  // Wrappers go before the pool they are enrolled in and the executors they run.
+  if (pool_ && !pool_->torn_down()) pool_->teardown();
+  wrappers_.clear();
+}
+
+std::optional<std::string> ModuleExecutor::teardown() {
+  if (!pool_) return std::nullopt;
+  return pool_->teardown();
+}
+
+int64_t ModuleRunStats::copies() const {
+  int64_t n = 0;
+  for (const CapturedPart& c : captured) n += c.call.copies;
+  return n;
+}
+
+int64_t ModuleRunStats::copy_bytes() const {
+  int64_t n = 0;
+  for (const CapturedPart& c : captured) n += c.call.copy_bytes;
+  return n;
+}
 
 std::vector<c10::IValue> ModuleExecutor::run(std::vector<c10::IValue> inputs) {
   const ir::Module& m = module_;
@@ -76,7 +106,14 @@ std::vector<c10::IValue> ModuleExecutor::run(std::vector<c10::IValue> inputs) {
 
     std::vector<c10::IValue> outs;
     try {
-      outs = executors_[p]->run(std::move(part_inputs));
+      if (wrappers_[p]) {
+        outs = (*wrappers_[p])(std::move(part_inputs));
+        stats_.captured.push_back(ModuleRunStats::CapturedPart{part.name, wrappers_[p]->last_call()});
+      } else {
+        outs = executors_[p]->run(std::move(part_inputs));
+      }
+    } catch (const ReplayHazard&) {
+      throw;  // names its part already
     } catch (const ExecError& e) {
       throw ExecError("part '" + part.name + "': " + e.what());
     }
@@ -88,6 +125,11 @@ std::vector<c10::IValue> ModuleExecutor::run(std::vector<c10::IValue> inputs) {
       if (it != last_reader.end() && it->second > p) held[{p, o}] = std::move(outs[o]);
     }
     stats_.linked_bytes += m.linked_bytes(p);
+  }
+  if (pool_) {
+    stats_.pool_bytes = pool_->pool_bytes();
+    stats_.unshared_pool_bytes = pool_->unshared_pool_bytes();
+    stats_.kept_input_bytes = pool_->kept_input_bytes();
   }
   std::vector<c10::IValue> results;
   for (const ir::PartOutput& r : m.outputs) results.push_back(held.at({r.part, r.output}));

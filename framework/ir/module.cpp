@@ -10,6 +10,7 @@
 #include <cctype>
 #include <functional>
 #include <set>
+#include <stdexcept>
 
 namespace passcheck::ir {
 
@@ -29,8 +30,78 @@ Module Module::clone() const {
   Module m;
   m.input_names = input_names;
   m.outputs = outputs;
-  for (const ModulePart& p : parts) m.parts.push_back(ModulePart{p.name, p.graph->clone(), p.input_sources});
+  for (const ModulePart& p : parts) m.parts.push_back(ModulePart{p.name, p.graph->clone(), p.input_sources, p.capture});
   return m;
+}
+
+void Module::replace_part(size_t part, Module sub) {
+  if (part >= parts.size()) throw std::out_of_range("replace_part: no part " + std::to_string(part));
+  ModulePart old = std::move(parts[part]);
+  const auto& old_inputs = old.graph->inputs();
+  if (sub.outputs.size() != old.graph->outputs().size())
+    throw std::invalid_argument("replace_part: the replacement of part '" + old.name + "' returns " +
+                                std::to_string(sub.outputs.size()) + " results instead of " +
+                                std::to_string(old.graph->outputs().size()));
+  for (const ModulePart& q : sub.parts)
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (i != part && parts[i].name == q.name)
+        throw std::invalid_argument("replace_part: part name '" + q.name + "' is already taken");
+  const size_t shift = sub.parts.size() - 1;  // later parts move by this much
+  auto renumber = [&](PartOutput ref) -> PartOutput {
+    if (ref.part < part) return ref;
+    if (ref.part > part) return PartOutput{ref.part + shift, ref.output};
+    const PartOutput& inner = sub.outputs.at(ref.output);
+    return PartOutput{part + inner.part, inner.output};
+  };
+  // Later parts and the results first, while the old numbering still holds.
+  for (size_t q = part + 1; q < parts.size(); ++q)
+    for (auto& src : parts[q].input_sources)
+      if (src) src = renumber(*src);
+  for (PartOutput& r : outputs) r = renumber(r);
+  std::vector<ModulePart> inserted;
+  for (ModulePart& q : sub.parts) {
+    for (size_t s = 0; s < q.input_sources.size(); ++s) {
+      auto& src = q.input_sources[s];
+      if (src) {
+        src = PartOutput{part + src->part, src->output};
+        continue;
+      }
+      // A sub-module input: the old part's input of that name, with its source.
+      const std::string& name = q.graph->inputs()[s]->name();
+      auto it = std::find_if(old_inputs.begin(), old_inputs.end(), [&](const Value* v) { return v->name() == name; });
+      if (it == old_inputs.end())
+        throw std::invalid_argument("replace_part: input %" + name + " of part '" + q.name + "' is not an input of '" +
+                                    old.name + "'");
+      src = old.input_sources[static_cast<size_t>(it - old_inputs.begin())];
+    }
+    inserted.push_back(std::move(q));
+  }
+  parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(part));
+  parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(part), std::make_move_iterator(inserted.begin()),
+               std::make_move_iterator(inserted.end()));
+}
+
+const char* to_string(CaptureSpec::Backend backend) {
+  return backend == CaptureSpec::Backend::Cuda ? "cuda" : "replay";
+}
+
+std::optional<CaptureSpec::Backend> parse_capture_backend(std::string_view name) {
+  if (name == "replay") return CaptureSpec::Backend::Replay;
+  if (name == "cuda") return CaptureSpec::Backend::Cuda;
+  return std::nullopt;
+}
+
+std::string print_capture_spec(const CaptureSpec& spec) {
+  std::string out = std::string("cudagraph(backend=") + to_string(spec.backend) + ", static=[";
+  for (size_t i = 0; i < spec.static_inputs.size(); ++i) out += (i ? ", " : "") + std::to_string(spec.static_inputs[i]);
+  out += "]";
+  if (!spec.check_static_addresses) out += ", check-static-addresses=false";
+  if (!spec.injected_bugs.empty()) {
+    out += ", injected=[";
+    for (size_t i = 0; i < spec.injected_bugs.size(); ++i) out += (i ? ", " : "") + spec.injected_bugs[i];
+    out += "]";
+  }
+  return out + ")";
 }
 
 std::optional<size_t> Module::find_part(const std::string& name) const {
@@ -91,6 +162,7 @@ std::string print_module(const Module& m) {
         out += (i ? ", " : "") + (p.input_sources[i] ? ref_text(m, *p.input_sources[i]) : std::string("-"));
       out += ")";
     }
+    if (p.capture) out += " " + print_capture_spec(*p.capture);
     out += "\n" + print_graph(*p.graph);
   }
   return out;
@@ -181,6 +253,74 @@ class LineReader {
     skip_space();
     return line_.text.substr(pos_, w.size()) == w &&
            (pos_ + w.size() == line_.text.size() || !is_name_char(line_.text[pos_ + w.size()]));
+  }
+  // A kebab-case word (an option name or value).
+  std::string kebab_word(const std::string& what) {
+    skip_space();
+    size_t start = pos_;
+    while (pos_ < line_.text.size() && (is_name_char(line_.text[pos_]) || line_.text[pos_] == '-')) ++pos_;
+    if (start == pos_) fail("expected " + what + " but found " + found());
+    return std::string(line_.text.substr(start, pos_ - start));
+  }
+  // `cudagraph(backend=..., static=[...], check-static-addresses=..., injected=[...])`
+  // for a part with `n_inputs` inputs.
+  CaptureSpec capture_spec(size_t n_inputs) {
+    word("cudagraph");
+    expect('(');
+    CaptureSpec spec;
+    std::set<std::string> seen;
+    if (!accept(')')) {
+      do {
+        skip_space();
+        const size_t key_at = pos_;
+        std::string key = kebab_word("a cudagraph option (backend, static, check-static-addresses, injected)");
+        if (!seen.insert(key).second) fail_at(key_at, "cudagraph option '" + key + "' is given twice");
+        expect('=');
+        skip_space();
+        const size_t value_at = pos_;
+        if (key == "backend") {
+          std::string v = kebab_word("a backend (replay or cuda)");
+          auto b = parse_capture_backend(v);
+          if (!b) fail_at(value_at, "unknown cudagraph backend '" + v + "' (expected replay or cuda)");
+          spec.backend = *b;
+        } else if (key == "static") {
+          expect('[');
+          if (!accept(']')) {
+            do {
+              skip_space();
+              const size_t at = pos_;
+              std::string digits = name("an input index");
+              if (digits.empty() || digits.size() > 9 ||
+                  !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+                fail_at(at, "static input '" + digits + "' is not an input index");
+              size_t index = std::stoul(digits);
+              if (index >= n_inputs)
+                fail_at(at, "static input " + digits + " is out of range: the part has " + std::to_string(n_inputs) +
+                                " inputs");
+              if (!spec.static_inputs.empty() && index <= spec.static_inputs.back())
+                fail_at(at, "static inputs must be listed in increasing order without repeats");
+              spec.static_inputs.push_back(index);
+            } while (accept(','));
+            expect(']');
+          }
+        } else if (key == "check-static-addresses") {
+          std::string v = kebab_word("true or false");
+          if (v != "true" && v != "false") fail_at(value_at, "check-static-addresses must be true or false, not '" + v + "'");
+          spec.check_static_addresses = v == "true";
+        } else if (key == "injected") {
+          expect('[');
+          if (!accept(']')) {
+            do spec.injected_bugs.push_back(kebab_word("an injected wrapper bug"));
+            while (accept(','));
+            expect(']');
+          }
+        } else {
+          fail_at(key_at, "unknown cudagraph option '" + key + "' (expected backend, static, check-static-addresses, injected)");
+        }
+      } while (accept(','));
+      expect(')');
+    }
+    return spec;
   }
   // PART.INDEX, resolved against the parts parsed so far.
   PartOutput part_output(const Module& m, size_t before_part) {
@@ -290,6 +430,7 @@ Module parse_module(std::string_view text, const std::string& source) {
         r.fail("'from' lists " + std::to_string(slot) + " sources but part '" + part.name + "' has " +
                std::to_string(n_inputs) + " inputs");
     }
+    if (r.peek_word("cudagraph")) part.capture = r.capture_spec(n_inputs);
     if (!r.at_end()) r.fail("unexpected " + r.found() + " after the part line");
     m.parts.push_back(std::move(part));
   }

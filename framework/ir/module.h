@@ -24,7 +24,12 @@
 //
 // `from (...)` gives each input of the part, in order, its source: `forward.1` is output 1
 // of part forward, `-` a module input of the same name. Each part's text is a complete
-// graph text (symbols, claims and mesh lines included).
+// graph text (symbols, claims and mesh lines included). A part the cudagraph pass wraps
+// carries its capture on the same line, after `from (...)`:
+//
+//   part forward from (-, -) cudagraph(backend=replay, static=[0, 1])
+//
+// (`check-static-addresses=false` and `injected=[...]` appear only when set).
 #pragma once
 
 #include "framework/ir/graph.h"
@@ -46,12 +51,40 @@ struct PartOutput {
   bool operator!=(const PartOutput& o) const { return !(*this == o); }
 };
 
+/// How a part runs under the CUDA-graph wrapper (passes/cudagraph, exec/captured_graph.h):
+/// warm-up, then capture, then replays that copy only the inputs that are not static.
+struct CaptureSpec {
+  /// `cuda`: real CUDA graphs (CUDA builds only). `replay`: the CPU model of their memory
+  /// semantics (every build).
+  enum class Backend : uint8_t { Replay, Cuda };
+  Backend backend = Backend::Replay;
+  /// Graph inputs whose buffers keep their address from call to call (parameters,
+  /// buffers, outputs of earlier captured parts): recorded once, never copied. Sorted.
+  std::vector<size_t> static_inputs;
+  /// Check before every replay that each static input is still at its recorded address.
+  bool check_static_addresses = true;
+  /// Known-buggy wrapper behaviours to reproduce (exec/captured_graph.h lists them). Only
+  /// the test-side mutants set them; printed so their repro files replay them.
+  std::vector<std::string> injected_bugs;
+  bool operator==(const CaptureSpec& o) const {
+    return backend == o.backend && static_inputs == o.static_inputs &&
+           check_static_addresses == o.check_static_addresses && injected_bugs == o.injected_bugs;
+  }
+};
+const char* to_string(CaptureSpec::Backend backend);
+/// "replay" or "cuda"; nullopt for any other name.
+std::optional<CaptureSpec::Backend> parse_capture_backend(std::string_view name);
+/// The spec as its text: "cudagraph(backend=replay, static=[0, 1])".
+std::string print_capture_spec(const CaptureSpec& spec);
+
 struct ModulePart {
   std::string name;
   std::unique_ptr<Graph> graph;
   /// One per graph input: the earlier part's output it receives, or nullopt for the
   /// module input of the same name.
   std::vector<std::optional<PartOutput>> input_sources;
+  /// Set when the part runs under the CUDA-graph wrapper; otherwise it runs eagerly.
+  std::optional<CaptureSpec> capture;
 };
 
 class Module {
@@ -85,6 +118,11 @@ class Module {
   /// Bytes of the values part `part` hands to later parts (each output once; tensors
   /// only, by their declared metadata).
   int64_t linked_bytes(size_t part) const;
+  /// Replaces part `part` by the parts of `sub`, a module over that part's graph: `sub`'s
+  /// input names are the part graph's input names (each takes that input's source), its
+  /// results stand for the part's outputs in order. Later parts' links and the module's
+  /// results are renumbered; `sub`'s part names must not clash with the other parts'.
+  void replace_part(size_t part, Module sub);
 
   std::string print() const;
   /// Hash of the text form.
