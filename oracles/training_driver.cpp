@@ -78,6 +78,35 @@ std::string DriverReport::format_step(const StepReport& s) {
   return line;
 }
 
+namespace {
+// What the CUDA-graph wrappers did: per captured part, its phase and copies at each step,
+// then the pool against the eager step's peak (the seed's memory comparison).
+std::string format_captures(const std::vector<StepReport>& steps) {
+  const StepReport& last = steps.back();
+  std::string out = "cudagraph: " + std::to_string(last.captured.size()) + " captured part(s); per step: phase, inputs copied\n";
+  for (size_t p = 0; p < last.captured.size(); ++p) {
+    out += "  " + last.captured[p].part + ":";
+    for (const StepReport& s : steps) {
+      if (p >= s.captured.size()) continue;
+      const exec::CaptureCall& c = s.captured[p].call;
+      out += " " + std::to_string(s.step) + "=" + exec::to_string(c.phase);
+      if (c.phase == exec::CaptureCall::Phase::Replay)
+        out += "(" + std::to_string(c.copies) + " copied, " + std::to_string(c.copy_bytes) + " B)";
+    }
+    out += "\n";
+  }
+  int64_t eager_peak = 0;
+  for (const StepReport& s : steps) eager_peak = std::max(eager_peak, s.eager_peak_bytes);
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "cudagraph pool: %s shared (%s with one pool per part), %s of kept argument buffers; eager step peak "
+                "%s (pool = %.1f %% of it)\n",
+                mib(last.pool_bytes).c_str(), mib(last.unshared_pool_bytes).c_str(), mib(last.kept_input_bytes).c_str(),
+                mib(eager_peak).c_str(), eager_peak > 0 ? 100.0 * static_cast<double>(last.pool_bytes) / eager_peak : 0.0);
+  return out + line;
+}
+}  // namespace
+
 std::string DriverReport::format_footer() const {
   std::string out;
   char line[256];
@@ -100,6 +129,7 @@ std::string DriverReport::format_footer() const {
                   static_cast<long long>(steps.back().eager_chunking.intercepted_calls()));
     out += line;
   }
+  if (!steps.empty() && !steps.back().captured.empty()) out += format_captures(steps);
   std::snprintf(line, sizeof line, "verdict: %s (%zu tensors compared over %zu steps, %zu differ)\n",
                 equal() ? "BITWISE EQUAL" : "MISMATCH", total, steps.size(), differing);
   out += line;
@@ -210,8 +240,23 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
     {
       exec::PeakMemoryScope scope(device);
       at::manual_seed(options.rng_seed + static_cast<uint64_t>(step));
-      traced_out = program(traced->batch(step)).toTensorVector();
+      try {
+        traced_out = program(traced->batch(step)).toTensorVector();
+      } catch (const exec::ReplayHazard& hazard) {
+        // The captured graph would have replayed on stale memory: the step has no result
+        // to compare, and the run stops here.
+        sr.problems.push_back(hazard.what());
+        report.steps.push_back(std::move(sr));
+        if (options.on_step) options.on_step(report, report.steps.back());
+        return report;
+      }
       sr.traced_peak_bytes = scope.peak_above_start();
+      if (const exec::ModuleRunStats& ms = program.last_module_stats(); !ms.captured.empty()) {
+        sr.captured = ms.captured;
+        sr.pool_bytes = ms.pool_bytes;
+        sr.unshared_pool_bytes = ms.unshared_pool_bytes;
+        sr.kept_input_bytes = ms.kept_input_bytes;
+      }
       // Outputs recorded by autograd mean the executor built a second, hidden graph that
       // keeps every forward intermediate alive (historical bug 4).
       for (size_t i = 0; i < traced_out.size(); ++i)
@@ -241,6 +286,7 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
     };
     apply(*eager, *eager_opt, eager_out);
     apply(*traced, *traced_opt, traced_out);
+    if (options.after_step) options.after_step(step, *traced);
 
     auto eager_params = eager->module()->parameters(true), traced_params = traced->module()->parameters(true);
     for (size_t i = 0; i < eager_params.size(); ++i)

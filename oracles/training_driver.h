@@ -64,6 +64,9 @@ struct DriverOptions {
   /// Seed of the default generators, reset before each step of each path so random
   /// operators draw the same numbers eagerly and traced.
   uint64_t rng_seed = 1234;
+  /// Called after each step's optimizer update with the traced subject (tests re-allocate
+  /// a parameter there, same values in new memory, as a checkpoint load does).
+  std::function<void(int step, models::TrainingSubject& traced)> after_step;
   /// Called after each step with the report so far (header fields filled in) and that
   /// step's row, so a long run shows its rows as they finish.
   std::function<void(const DriverReport& so_far, const StepReport& step)> on_step;
@@ -85,6 +88,14 @@ struct StepReport {
   EagerCheckpointStats eager_checkpoint;
   /// The module calls eager chunking split in this step (none when it is off).
   EagerChunkStats eager_chunking;
+  /// Parts run under the CUDA-graph wrapper in this step (none without the cudagraph
+  /// pass): what each did (warm-up, capture, replay) and the inputs it copied; the shared
+  /// pool's bytes (modelled on the replay backend), the pool one per wrapper would need,
+  /// and the argument buffers the wrappers keep.
+  std::vector<exec::ModuleRunStats::CapturedPart> captured;
+  int64_t pool_bytes = 0;
+  int64_t unshared_pool_bytes = 0;
+  int64_t kept_input_bytes = 0;
 };
 
 struct DriverReport {

@@ -3,6 +3,7 @@
 
 #include "framework/check/compare.h"
 #include "framework/check/memory_estimate.h"
+#include "framework/check/replay_properties.h"
 #include "framework/exec/executor.h"
 #include "framework/exec/module_executor.h"
 #include "framework/ir/text.h"
@@ -124,6 +125,10 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
     } catch (const std::exception& e) {
       v.push_back(std::string("running the rewritten graph failed: ") + e.what());
     }
+    // One run of a captured module is only its warm-up: replay it like a training loop.
+    if (g.module && has_captured_parts(*g.module))
+      for (std::string& violation : check_captured_replays(graph, *g.module, inputs, pipeline.str()))
+        v.push_back(std::move(violation));
   }
   return report;
 }

@@ -39,6 +39,7 @@ double median(std::vector<double> v) {
 
 int run_bench(const BenchArgs& args) {
   if (!args.parallel.empty() || !args.mesh.empty()) return run_distributed_bench(args);
+  if (!args.cudagraph.empty()) return run_cudagraph_bench(args);
   return guarded("bench", [&] {
     if (args.repeats < 1 || args.warmup < 0) throw std::invalid_argument("--repeats must be >= 1 and --warmup >= 0");
     if (!args.json.empty()) io::check_writable(args.json, "--json report");

@@ -165,8 +165,15 @@ struct BenchArgs {
   std::string backend = "sim";
   int64_t batch_size = 0;
   int64_t seq_len = 0;
+  /// CUDA-graph bench (replay or cuda): the traced step with and without the wrapper.
+  std::string cudagraph;
+  std::string device = "cpu";
+  /// Pipeline of the wrapped program (default: cudagraph{backend=<cudagraph>}).
+  std::string pipeline;
 };
 int run_bench(const BenchArgs& args);
+/// The CUDA-graph form of `bench` (run_bench calls it when --cudagraph is given).
+int run_cudagraph_bench(const BenchArgs& args);
 /// The distributed form of `bench` (run_bench calls it when --parallel is given).
 int run_distributed_bench(const BenchArgs& args);
 

@@ -156,6 +156,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_option("--batch", bench.batch_size, "Per-rank batch size (0: the model's default)")->check(kModelExtent);
   bench_cmd->add_option("--seq", bench.seq_len, "Sequence length (0: the model's default)")->check(kModelExtent);
+  bench_cmd->add_option("--cudagraph", bench.cudagraph, "Bench the traced step under the CUDA-graph wrapper: replay or cuda")
+      ->check(CLI::IsMember({"replay", "cuda"}));
+  bench_cmd->add_option("--device", bench.device, "Device of --cudagraph: cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  bench_cmd->add_option("--pipeline", bench.pipeline, "Pipeline of the wrapped program for --cudagraph (default: cudagraph{backend=...})");
 
   ChunkArgs chunk;
   auto* chunk_cmd =

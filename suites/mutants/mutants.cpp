@@ -8,6 +8,7 @@
 #include "suites/mutants/collective_mutants.h"
 #include "suites/mutants/decision_mutants_ac.h"
 #include "suites/mutants/distributed_mutants.h"
+#include "suites/mutants/cudagraph_mutants.h"
 #include "suites/mutants/partition_mutants.h"
 
 #include <algorithm>
@@ -57,7 +58,8 @@ const std::vector<MutantInfo>& all_mutants() {
   static const std::vector<MutantInfo> all = [] {
     std::vector<MutantInfo> out;
     for (const std::vector<MutantInfo>& family : {ac_mutants(), chunk_mutants(), collective_mutants(), distributed_mutants(),
-                                                  ac_chunk_decision_infos(), cleanup_mutants(), partition_mutants()})
+                                                  ac_chunk_decision_infos(), cleanup_mutants(), partition_mutants(),
+                                                  cudagraph_mutants()})
       out.insert(out.end(), family.begin(), family.end());
     return out;
   }();

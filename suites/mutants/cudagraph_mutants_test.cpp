@@ -1,0 +1,118 @@
+// The cudagraph mutants (historical bugs 11 and 15) are each caught: by the generic pass
+// properties (the replay property of framework/check/replay_properties.h) on a small
+// graph, and by 5-step training against eager, where a re-allocated parameter shows the
+// address-check mutants replaying stale memory. The real pass passes the same checks.
+#include "framework/check/pass_properties.h"
+#include "oracles/training_driver.h"
+#include "suites/mutants/cudagraph_mutants.h"
+
+#include <ATen/ATen.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace passcheck {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* const kStep = R"(graph(
+    param %w : f32[4, 4],
+    arg %x : f32[3, 4],
+    buffer %b : f32[4]):
+  %mm : f32[3, 4] = aten::mm(%x, %w)
+  %y : f32[3, 4] = aten::add.Tensor(%mm, %b, 1)
+  %r : f32[3, 4] = aten::relu(%y)
+  return (%r)
+)";
+
+std::vector<std::string> violations_of(const std::string& pipeline) {
+  auto graph = ir::parse_graph(kStep, "<test>");
+  at::manual_seed(11);
+  std::vector<c10::IValue> inputs{at::randn({4, 4}), at::randn({3, 4}), at::randn({4})};
+  return check::check_pass_properties(*graph, inputs, pipeline, mutants::registry_with_mutants()).violations;
+}
+
+TEST(CudagraphMutants, EachIsRegisteredWithItsHistoricalBug) {
+  std::map<std::string, int> expected{{"mutant-cudagraph-static-arguments", 11},
+                                      {"mutant-cudagraph-skips-a-copy", 11},
+                                      {"mutant-cudagraph-unchecked-static-addresses", 11},
+                                      {"mutant-cudagraph-self-compared-address-check", 15}};
+  ASSERT_EQ(mutants::cudagraph_mutants().size(), expected.size());
+  for (const mutants::MutantInfo& m : mutants::cudagraph_mutants()) {
+    EXPECT_EQ(m.historical_bug, expected.at(m.pass)) << m.pass;
+    EXPECT_TRUE(mutants::registry_with_mutants().contains(m.pass)) << m.pass;
+  }
+}
+
+TEST(CudagraphMutants, TheRealPassHoldsTheReplayProperty) {
+  EXPECT_THAT(violations_of("cudagraph"), ::testing::IsEmpty());
+}
+
+TEST(CudagraphMutants, ArgumentsMarkedStaticAreRefusedAtTheFirstReplay) {
+  auto v = violations_of("mutant-cudagraph-static-arguments");
+  ASSERT_FALSE(v.empty());
+  EXPECT_THAT(v[0], HasSubstr("call 3 of the captured module was refused although every static input kept its address"));
+  EXPECT_THAT(v[0], HasSubstr("input 1 (%x) is static but moved"));
+}
+
+TEST(CudagraphMutants, AnInputNeverCopiedDiffersFromTheGraphAtTheFirstReplay) {
+  auto v = violations_of("mutant-cudagraph-skips-a-copy");
+  ASSERT_FALSE(v.empty());
+  EXPECT_THAT(v[0], HasSubstr("call 3 of the captured module differs from the graph"));
+}
+
+TEST(CudagraphMutants, BothAddressCheckMutantsReplayAMovedParameterFromItsOldStorage) {
+  for (const char* mutant : {"mutant-cudagraph-unchecked-static-addresses", "mutant-cudagraph-self-compared-address-check"}) {
+    SCOPED_TRACE(mutant);
+    auto v = violations_of(mutant);
+    ASSERT_FALSE(v.empty());
+    EXPECT_THAT(v[0], HasSubstr("static input %w was re-allocated before this call and the captured graph replayed "
+                                "without refusing on its old storage"));
+  }
+}
+
+// Training: two_matmul, 5 steps, its first parameter re-allocated after step 3.
+oracles::DriverReport train_with(const std::string& pipeline, bool reallocate) {
+  oracles::DriverOptions options;
+  options.model = "two_matmul";
+  options.steps = 5;
+  options.transform = [&](trace::TracedProgram& program) {
+    oracles::apply_pipeline(program, check::Pipeline::parse(pipeline, mutants::registry_with_mutants()));
+  };
+  if (reallocate)
+    options.after_step = [](int step, models::TrainingSubject& traced) {
+      if (step != 3) return;
+      at::NoGradGuard no_grad;
+      at::Tensor p = traced.module()->parameters(true).at(0);
+      p.set_(p.clone());
+    };
+  return oracles::run_traced_vs_eager(options);
+}
+
+TEST(CudagraphMutants, TrainingCatchesEveryMutant) {
+  // The real pass: bitwise without re-allocation; refused, naming the input, with it.
+  EXPECT_TRUE(train_with("cudagraph", false).equal());
+  auto refused = train_with("cudagraph", true);
+  ASSERT_EQ(refused.steps.size(), 4u);
+  EXPECT_THAT(refused.steps[3].problems.at(0), HasSubstr("is static but moved"));
+
+  auto static_args = train_with("mutant-cudagraph-static-arguments", false);
+  ASSERT_EQ(static_args.steps.size(), 3u) << static_args.format();
+  EXPECT_THAT(static_args.steps[2].problems.at(0), HasSubstr("is static but moved"));
+
+  auto skipped = train_with("mutant-cudagraph-skips-a-copy", false);
+  EXPECT_TRUE(skipped.steps.at(1).equal());
+  EXPECT_FALSE(skipped.steps.at(2).equal()) << skipped.format();
+
+  for (const char* mutant : {"mutant-cudagraph-unchecked-static-addresses", "mutant-cudagraph-self-compared-address-check"}) {
+    SCOPED_TRACE(mutant);
+    auto silent = train_with(mutant, true);
+    ASSERT_EQ(silent.steps.size(), 5u) << silent.format();
+    for (const auto& s : silent.steps) EXPECT_TRUE(s.problems.empty()) << "the mutant must not refuse";
+    EXPECT_TRUE(silent.steps[3].equal()) << "step 4 still reads the values the old storage holds";
+    EXPECT_FALSE(silent.steps[4].equal()) << "step 5 reads parameters step 4 never updated\n" << silent.format();
+  }
+}
+
+}  // namespace
+}  // namespace passcheck
