@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -82,9 +83,17 @@ ir::CaptureSpec make_spec(const ir::Module& module, size_t p, ir::CaptureSpec::B
   return spec;
 }
 
-// Decides every node of part `p`: the values eager segments produce become copied as the
-// segmentation finds them, until it no longer changes. Only the final round counts its
-// decisions in `d` (the earlier ones count into a scratch result).
+// Whether `v` can only reach a captured graph as an argument the wrapper refuses: a bool
+// or None (it takes tensors, ints, floats and generators).
+bool is_unsupported_argument(const ir::Value* v) {
+  return v->type() == ir::ValueType::Bool || v->type() == ir::ValueType::None;
+}
+
+// Decides every node of part `p`. The segmentation feeds back until it no longer changes
+// (both sets only grow, so this ends): the values eager segments produce become copied
+// (a captured segment receives them as copies, so a write into them would be lost), and a
+// captured node reading a bool or None from outside its segment is refused (guard
+// unsupported-input-kind). Only the final round counts its decisions in `d`.
 Segmentation decide(const ir::Module& module, size_t p, ir::CaptureSpec::Backend backend,
                     const check::PassOptions& options, check::Decisions& d) {
   const ir::Graph& g = *module.parts[p].graph;
@@ -93,10 +102,12 @@ Segmentation decide(const ir::Module& module, size_t p, ir::CaptureSpec::Backend
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (!has_fixed_address(module, p, i)) copied.insert(g.inputs()[i]);
   CaptureContext ctx = CaptureContext::of(g, backend, copied);
+  std::unordered_set<const ir::Node*> unsupported_input;
   auto evaluate = [&](check::Decisions& decisions) {
     std::vector<const char*> refusal(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
       const char* why = why_not_capturable(*nodes[i], ctx);
+      if (!why && unsupported_input.count(nodes[i])) why = "unsupported-input-kind";
       refusal[i] = why && decisions.refuse(why, true) ? why : nullptr;
     }
     return segment(nodes, refusal, decisions);
@@ -105,14 +116,22 @@ Segmentation decide(const ir::Module& module, size_t p, ir::CaptureSpec::Backend
     check::PassResult scratch;
     check::Decisions probe(scratch, options);
     const Segmentation s = evaluate(probe);
-    // A captured segment receives what an eager segment produced as a copy: a write into
-    // it would be lost, so those values join the copied set (the captured set only
-    // shrinks, so this ends).
-    const size_t before = ctx.copied.size();
+    const size_t copied_before = ctx.copied.size(), unsupported_before = unsupported_input.size();
+    std::unordered_map<const ir::Value*, size_t> segment_of;
     for (size_t i = 0; i < nodes.size(); ++i)
-      if (!s.captured[s.segment_of_node[i]])
-        for (const ir::Value* v : nodes[i]->outputs()) ctx.copied.insert(v);
-    if (ctx.copied.size() == before) break;
+      for (const ir::Value* v : nodes[i]->outputs()) {
+        segment_of[v] = s.segment_of_node[i];
+        if (!s.captured[s.segment_of_node[i]]) ctx.copied.insert(v);
+      }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!s.captured[s.segment_of_node[i]]) continue;
+      for (const ir::Value* v : nodes[i]->operands()) {
+        auto it = segment_of.find(v);
+        const bool from_outside = it == segment_of.end() || it->second != s.segment_of_node[i];
+        if (from_outside && is_unsupported_argument(v)) unsupported_input.insert(nodes[i]);
+      }
+    }
+    if (ctx.copied.size() == copied_before && unsupported_input.size() == unsupported_before) break;
   }
   return evaluate(d);
 }
@@ -144,6 +163,8 @@ check::PassInfo cudagraph_pass_info() {
       {"host-only-op", "every tensor it reads or writes is on another device than the capture device"},
       {"mutates-copied-input", "writes an input the wrapper copies (or a view of one): the write would land in "
                                "the kept buffer, not in the caller's tensor"},
+      {"unsupported-input-kind", "reads a bool or None from outside its captured segment: the wrapper takes "
+                                 "tensors, ints, floats and generators only"},
       {"nothing-to-launch", "a run of capturable nodes launches no work (views, reshapes, scalar plumbing only) "
                             "and stays eager"},
       {"input-changes-address", "an input of a captured part that is neither module state nor an output of an "

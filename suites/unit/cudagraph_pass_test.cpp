@@ -295,6 +295,58 @@ TEST(CudagraphPass, ItemInTheMiddleGivesTwoCapturedSegmentsAroundAnEagerIslandBi
   EXPECT_FALSE(run_cudagraph(m).changed);
 }
 
+TEST(CudagraphPass, AReturnedArgumentGoesThroughTheFirstCapturedSegmentAndStaysEqual) {
+  // The graph returns its argument %x and reads %mm in every later segment.
+  auto g = ir::parse_graph(R"(graph(param %w : f32[8, 8], arg %x : f32[4, 8]):
+  %mm : f32[4, 8] = aten::mm(%x, %w)
+  %sum : f32[] = aten::sum(%mm, None)
+  %item : float = aten::_local_scalar_dense(%sum)
+  %mul : f32[4, 8] = aten::mul.Scalar(%mm, %item)
+  %add : f32[4, 8] = aten::add.Tensor(%mul, %mm, 1)
+  %nz : bool = aten::is_nonzero(%sum)
+  %mm_1 : f32[4, 8] = aten::mm(%add, %w)
+  %sub : f32[4, 8] = aten::sub.Tensor(%mm_1, %mm, 1)
+  return (%sub, %x, %nz))",
+                           "returned-argument");
+  ir::Module m = ir::Module::of_graph(g->clone());
+  run_cudagraph(m);
+  ASSERT_EQ(m.parts.size(), 5u) << m.print();
+  ASSERT_TRUE(m.parts[0].capture && m.parts[2].capture && m.parts[4].capture) << m.print();
+  EXPECT_EQ(m.outputs[1].part, 0u);  // %x comes back through joint_graph0
+  EXPECT_TRUE(check::verify_module(m).empty());
+  exec::Executor graph_exec(*g);
+  exec::ModuleExecutor module_exec(m);
+  at::Tensor w = at::randn({8, 8});
+  for (int call = 0; call < 5; ++call) {
+    const std::vector<c10::IValue> inputs = {w, at::randn({4, 8})};
+    expect_bitwise(graph_exec.run(inputs), module_exec.run(inputs), "call " + std::to_string(call + 1));
+  }
+}
+
+TEST(CudagraphPass, ABoolArgumentKeepsItsReaderEagerBecauseTheWrapperTakesNoBools) {
+  auto g = ir::parse_graph(R"(graph(param %w : f32[8, 8], arg %x : f32[4, 8], arg %train : bool):
+  %mm : f32[4, 8] = aten::mm(%x, %w)
+  %nd : f32[4, 8], %mask : b8[4, 8] = aten::native_dropout(%mm, 0.5, %train)
+  %mm_1 : f32[4, 8] = aten::mm(%nd, %w)
+  return (%mm_1, %mask))",
+                           "bool-argument");
+  ir::Module m = ir::Module::of_graph(g->clone());
+  const check::PassResult r = run_cudagraph(m);
+  ASSERT_EQ(m.parts.size(), 3u) << m.print();
+  EXPECT_FALSE(m.parts[1].capture);
+  EXPECT_EQ(r.guards_refused.at("unsupported-input-kind"), 1);
+  exec::Executor graph_exec(*g);
+  exec::ModuleExecutor module_exec(m);
+  at::Tensor w = at::randn({8, 8});
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<c10::IValue> inputs = {w, at::randn({4, 8}), c10::IValue(true)};
+    at::manual_seed(100 + call);
+    const std::vector<c10::IValue> expected = graph_exec.run(inputs);
+    at::manual_seed(100 + call);
+    expect_bitwise(expected, module_exec.run(inputs), "call " + std::to_string(call + 1));
+  }
+}
+
 TEST(CudagraphPass, AnAllCapturablePartIsWrappedWholeInPlace) {
   auto g = ir::parse_graph(testing::kReluMlp, "relu-mlp");
   ir::Module m = ir::Module::of_graph(g->clone());
