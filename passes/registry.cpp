@@ -5,6 +5,7 @@
 #include "passes/ac/ac_passes.h"
 #include "passes/chunk/chunk_passes.h"
 #include "passes/cleanup/cleanup_passes.h"
+#include "passes/cudagraph/cudagraph_passes.h"
 #include "passes/collectives/collective_passes.h"
 #include "passes/fsdp/fsdp_passes.h"
 #include "passes/placement/placement_passes.h"
@@ -22,6 +23,7 @@ void register_builtin_passes(PassRegistry& registry) {
   passes::register_placement_passes(registry);
   passes::register_schedule_passes(registry);
   passes::register_partition_passes(registry);
+  passes::register_cudagraph_passes(registry);
 }
 
 const PassRegistry& PassRegistry::global() {

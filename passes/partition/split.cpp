@@ -14,7 +14,10 @@ namespace passcheck::passes {
 
 namespace {
 
-// A graph input of `to` copying `from` (type, metadata, role, placements).
+[[noreturn]] void refuse(const std::string& message) { throw check::RefusedInput("split: " + message, {}); }
+
+}  // namespace
+
 ir::Value* copy_input(ir::Graph& to, const ir::Value* from, ir::InputRole role) {
   ir::Value* in = to.add_input(from->name(), from->type(), from->meta(), role);
   in->set_placements(from->placements());
@@ -27,10 +30,6 @@ void copy_graph_context(const ir::Graph& from, ir::Graph& to) {
   to.set_mesh(from.mesh());
   to.source_name = from.source_name;
 }
-
-[[noreturn]] void refuse(const std::string& message) { throw check::RefusedInput("split: " + message, {}); }
-
-}  // namespace
 
 const char* unsafe_to_recompute(const ir::Node& node) {
   if (exec::is_random(node)) return "random";

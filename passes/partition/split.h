@@ -27,6 +27,12 @@ struct SplitResult {
   int64_t recomputed_nodes = 0;
 };
 
+/// A graph input of `to` copying `from` (name, type, metadata, placements) with `role`.
+ir::Value* copy_input(ir::Graph& to, const ir::Value* from, ir::InputRole role);
+/// Copies what a part graph shares with the graph it was cut from: symbols, claims, mesh
+/// and source name.
+void copy_graph_context(const ir::Graph& from, ir::Graph& to);
+
 /// A forward node the backward must never run again: it draws random numbers, writes
 /// memory or has other side effects, or reads a storage written after it.
 /// Returns the reason ("random", "mutating", "side-effects", "reads-value-written-later")

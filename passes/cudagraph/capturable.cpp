@@ -1,0 +1,149 @@
+// why_not_capturable() and its context: see capturable.h.
+#include "passes/cudagraph/capturable.h"
+
+#include "framework/exec/op_properties.h"
+#include "framework/exec/schema_args.h"
+
+#include <functional>
+#include <vector>
+
+namespace passcheck::passes {
+
+namespace {
+
+bool is_data_dependent_scalar_source(const std::string& op_name) {
+  return op_name == "aten::_local_scalar_dense" || op_name == "aten::item" || op_name == "aten::is_nonzero" ||
+         op_name == "aten::equal";
+}
+
+bool is_tensor(const ir::Value* v) { return v->type() == ir::ValueType::Tensor && v->meta().has_value(); }
+
+// Every tensor the node reads (operands) or writes (outputs).
+std::vector<const ir::Value*> tensors_touched(const ir::Node& node) {
+  std::vector<const ir::Value*> out;
+  for (size_t i = 0; i < node.num_operands(); ++i)
+    if (is_tensor(node.operand(i))) out.push_back(node.operand(i));
+  for (const ir::Value* v : node.outputs())
+    if (is_tensor(v)) out.push_back(v);
+  return out;
+}
+
+bool has_symbolic_size(const ir::Node& node) {
+  for (const ir::Value* v : tensors_touched(node))
+    if (v->meta()->is_symbolic()) return true;
+  for (const ir::Arg& a : node.args())
+    if (a.has_symbols()) return true;
+  return false;
+}
+
+// The value of the schema argument `name` when the node spells it out.
+const ir::Arg* named_arg(const ir::Node& node, const char* name) {
+  auto op = exec::find_operator(node.op());
+  if (!op) return nullptr;
+  const auto& args = op->schema().arguments();
+  for (size_t i = 0; i < args.size() && i < node.num_args(); ++i)
+    if (args[i].name() == name) return &node.arg(i);
+  return nullptr;
+}
+
+// A copy between the host and the capture device from memory that is not pinned.
+bool is_unpinned_host_device_copy(const ir::Node& node, c10::Device capture) {
+  const std::string name = node.op_name();
+  const ir::Value* src = nullptr;
+  const ir::Value* dst = nullptr;
+  if (name == "aten::_to_copy" || name == "aten::to") {
+    if (node.num_operands() >= 1) src = node.operand(0);
+    if (node.num_outputs() >= 1) dst = node.output(0);
+  } else if (name == "aten::copy_") {
+    if (node.num_operands() >= 2) {
+      dst = node.operand(0);
+      src = node.operand(1);
+    }
+  } else {
+    return false;
+  }
+  if (!src || !dst || !is_tensor(src) || !is_tensor(dst)) return false;
+  const c10::Device from = src->meta()->device, to = dst->meta()->device;
+  if (from.type() == to.type()) return false;
+  const bool crosses = (from.is_cpu() && to.type() == capture.type()) || (to.is_cpu() && from.type() == capture.type());
+  if (!crosses) return false;
+  const ir::Arg* pin = named_arg(node, "pin_memory");
+  return !(pin && pin->kind == ir::Arg::Kind::Bool && pin->b);
+}
+
+// `v` and every value it is a view of, back to graph inputs or to a node that does not
+// alias its inputs (an aliasing node counts as aliasing each tensor operand).
+void alias_chain(const ir::Value* v, std::unordered_set<const ir::Value*>& chain) {
+  if (!chain.insert(v).second) return;
+  const ir::Node* p = v->producer();
+  if (!p || !exec::aliases_input(*p)) return;
+  for (size_t i = 0; i < p->num_operands(); ++i)
+    if (p->operand(i)->type() == ir::ValueType::Tensor) alias_chain(p->operand(i), chain);
+}
+
+bool writes_copied_value(const ir::Node& node, const CaptureContext& ctx) {
+  if (ctx.copied.empty()) return false;
+  std::vector<ir::Value*> written;
+  if (auto w = exec::written_values(node)) written = *w;
+  else written = node.operands();  // unknown operator: it may write anything it reads
+  std::unordered_set<const ir::Value*> chain;
+  for (const ir::Value* v : written)
+    if (v->type() == ir::ValueType::Tensor) alias_chain(v, chain);
+  for (const ir::Value* v : chain)
+    if (ctx.copied.count(v)) return true;
+  return false;
+}
+
+}  // namespace
+
+c10::Device capture_device(const ir::Graph& graph, ir::CaptureSpec::Backend backend) {
+  if (backend == ir::CaptureSpec::Backend::Cuda) return c10::Device(c10::DeviceType::CUDA);
+  for (const ir::Value* in : graph.inputs())
+    if (is_tensor(in)) return in->meta()->device;
+  for (const ir::Node* n : graph.nodes())
+    for (const ir::Value* v : n->outputs())
+      if (is_tensor(v)) return v->meta()->device;
+  return c10::Device(c10::DeviceType::CPU);
+}
+
+CaptureContext CaptureContext::of(const ir::Graph& graph, ir::CaptureSpec::Backend backend,
+                                  std::unordered_set<const ir::Value*> copied) {
+  CaptureContext ctx;
+  ctx.device = capture_device(graph, backend);
+  ctx.copied = std::move(copied);
+  // A scalar read from a tensor taints every non-tensor value computed from it.
+  for (const ir::Node* n : graph.nodes()) {
+    bool tainted = is_data_dependent_scalar_source(n->op_name());
+    for (size_t i = 0; i < n->num_operands() && !tainted; ++i) tainted = ctx.data_dependent.count(n->operand(i)) > 0;
+    if (!tainted) continue;
+    for (const ir::Value* v : n->outputs())
+      if (v->type() != ir::ValueType::Tensor) ctx.data_dependent.insert(v);
+  }
+  return ctx;
+}
+
+const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx) {
+  if (is_data_dependent_scalar_source(node.op_name())) return "data-dependent-scalar";
+  for (size_t i = 0; i < node.num_operands(); ++i)
+    if (node.operand(i)->type() != ir::ValueType::Tensor && ctx.data_dependent.count(node.operand(i)))
+      return "data-dependent-scalar";
+  if (exec::has_data_dependent_output_shape(node.op_name())) return "data-dependent-shape";
+  if (has_symbolic_size(node)) return "symbolic-size";
+  if (is_unpinned_host_device_copy(node, ctx.device)) return "host-device-copy";
+  const std::vector<const ir::Value*> tensors = tensors_touched(node);
+  bool on_capture_device = tensors.empty();
+  for (const ir::Value* v : tensors) on_capture_device = on_capture_device || v->meta()->device.type() == ctx.device.type();
+  if (!on_capture_device) return "host-only-op";
+  if (writes_copied_value(node, ctx)) return "mutates-copied-input";
+  return nullptr;
+}
+
+bool launches_work(const ir::Node& node) {
+  if (exec::is_mutating(node) || exec::is_collective(node)) return true;
+  if (exec::aliases_input(node)) return false;
+  for (const ir::Value* v : node.outputs())
+    if (v->type() == ir::ValueType::Tensor) return true;
+  return false;
+}
+
+}  // namespace passcheck::passes

@@ -1,0 +1,50 @@
+// The capturability predicate of the cudagraph pass (specs/distributed.md "CUDA-graph
+// wrapper"): whether one node may run inside a captured graph, and if not, which guard
+// of the pass refuses it. A captured graph replays the kernels it recorded on the buffers
+// it kept, so a node is refused when a replay would not redo what it did: a host scalar
+// read from a tensor (baked into the launch), an output shape that depends on the data,
+// a copy between host and device from unpinned memory, work that never reaches the
+// capture device, a symbolic size, or a write into an input the wrapper copies (the write
+// lands in the kept buffer, not in the caller's tensor).
+#pragma once
+
+#include "framework/ir/graph.h"
+#include "framework/ir/module.h"
+
+#include <unordered_set>
+
+namespace passcheck::passes {
+
+/// What the predicate needs to know about the graph a node belongs to.
+struct CaptureContext {
+  /// The device the captured work runs on: CUDA for backend=cuda; for backend=replay the
+  /// device of the part's tensors.
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
+  /// Values the wrapper copies into its kept buffers (part inputs that are not static,
+  /// and values an eager neighbour produces): writes into them are lost.
+  std::unordered_set<const ir::Value*> copied;
+  /// Non-tensor values computed from a data-dependent scalar (an item and the scalar
+  /// arithmetic on it), found by CaptureContext::of.
+  std::unordered_set<const ir::Value*> data_dependent;
+
+  /// The context of `graph` under `backend`, with `copied` as above and the
+  /// data-dependent scalars found by walking the graph once.
+  static CaptureContext of(const ir::Graph& graph, ir::CaptureSpec::Backend backend,
+                           std::unordered_set<const ir::Value*> copied);
+};
+
+/// The capture device a graph gets under `backend` (see CaptureContext::device): the
+/// device of its first tensor input or tensor value for `replay`, CPU when it has none.
+c10::Device capture_device(const ir::Graph& graph, ir::CaptureSpec::Backend backend);
+
+/// The name of the guard that keeps `node` out of a captured graph ("data-dependent-scalar",
+/// "data-dependent-shape", "symbolic-size", "host-device-copy", "host-only-op",
+/// "mutates-copied-input"), or nullptr when it is capturable.
+const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx);
+
+/// True when `node` launches device work: it writes memory, is a collective, or has a
+/// tensor output that is not a view of an input. Views, reshapes and scalar plumbing
+/// launch nothing, so a captured graph of only those is not worth its buffers.
+bool launches_work(const ir::Node& node);
+
+}  // namespace passcheck::passes
