@@ -75,14 +75,17 @@ TEST(CudagraphTraining, Llama3WithAdamTrainsBitwise) {
   expect_captured_training(train_with("llama3", "cudagraph", oracles::OptimizerKind::Adam));
 }
 
-TEST(CudagraphTraining, TheBackwardCopiesNoSavedActivation) {
+TEST(CudagraphTraining, TheBackwardCopiesTheBatchAndNoSavedActivation) {
   // Saved activations are the captured forward's outputs, at fixed addresses: static.
   oracles::DriverReport report = train_with("llama3", "partition-min-cut,cudagraph");
   ASSERT_EQ(report.steps.size(), 5u);
-  for (const auto& p : report.steps.back().captured) {
-    if (p.part != "backward") continue;
-    // The backward reads the labels at most (the only argument left); never the saved set.
-    EXPECT_LE(p.call.copies, 1) << report.format();
+  const auto& captured = report.steps.back().captured;
+  ASSERT_EQ(captured.size(), 2u) << report.format();
+  // Both parts copy the batch (tokens and labels: the backward's embedding gradient reads
+  // the tokens, the loss gradient the labels) and nothing else: 2 int64 rows of 32.
+  for (const auto& p : captured) {
+    EXPECT_EQ(p.call.copies, 2) << p.part << "\n" << report.format();
+    EXPECT_EQ(p.call.copy_bytes, 2 * 32 * 8) << p.part;
   }
 }
 

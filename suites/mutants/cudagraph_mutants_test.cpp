@@ -3,6 +3,7 @@
 // graph, and by 5-step training against eager, where a re-allocated parameter shows the
 // address-check mutants replaying stale memory. The real pass passes the same checks.
 #include "framework/check/pass_properties.h"
+#include "framework/ir/text.h"
 #include "oracles/training_driver.h"
 #include "suites/mutants/cudagraph_mutants.h"
 
