@@ -4,6 +4,7 @@
 #include "framework/check/repro.h"
 #include "generators/chained_allgathers.h"
 #include "generators/cleanup_situations.h"
+#include "generators/cudagraph_situations.h"
 #include "generators/decision_situations.h"
 #include "generators/distributed_situations.h"
 #include "generators/program.h"
@@ -116,6 +117,13 @@ const std::map<std::string, CaseRunner>& campaign_sources() {
                                        pipeline + "'");
          return distributed_situation_violations(registry);
        }},
+      {"cudagraph-situations",
+       [](uint64_t, const std::string& pipeline, const check::PassRegistry& registry) {
+         if (!pipeline.empty())
+           throw std::invalid_argument("cudagraph situations run their own pipelines; give an empty one, got '" +
+                                       pipeline + "'");
+         return cudagraph_situation_violations(registry);
+       }},
       {"decision-situations",
        [](uint64_t seed, const std::string& pipeline, const check::PassRegistry& registry) {
          if (!pipeline.empty())
@@ -208,6 +216,11 @@ const std::vector<CampaignEntry>& default_coverage_campaign() {
       {"ac-programs", "partition-min-cut,tag-ap-must-save", 32, 23},
       {"ac-programs", "ac-regions,sac-tag{policy=eager},partition-save-all", 32, 24},
       {"ac-programs", "ac-regions,sac-tag{policy=op},partition-save-all{semantics=pr467}", 32, 25},
+      // The CUDA-graph wrapper on traced programs (joint, and forward/backward after the
+      // partitioner), then on the hand-made graphs around its capturability guards.
+      {"programs", "cudagraph", 16, 26},
+      {"ac-programs", "partition-min-cut,cudagraph", 8, 27},
+      {"cudagraph-situations", "", 1, 28},
   };
   return campaign;
 }

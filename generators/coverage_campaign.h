@@ -48,6 +48,8 @@ using CaseRunner = std::function<std::vector<std::string>(uint64_t case_seed, co
 ///    the pipeline is the pass's name alone (each case adds its own options);
 ///  - "decision-situations": generate_decision_situation, each with its own pipeline
 ///    (the entry's is empty), decision_situation_violations;
+///  - "cudagraph-situations": every cudagraph_situations() graph through its own
+///    pipeline (the entry's is empty), cudagraph_situation_violations;
 ///  - "distributed-situations": every distributed_situations() graph through its own
 ///    pipeline (the entry's is empty), distributed_situation_violations.
 const std::map<std::string, CaseRunner>& campaign_sources();

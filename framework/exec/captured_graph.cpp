@@ -3,6 +3,8 @@
 // CUDA, its two factories below refuse with a clear error.
 #include "framework/exec/captured_graph.h"
 
+#include "framework/exec/op_properties.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -263,6 +265,11 @@ std::vector<c10::IValue> CapturedGraph::operator()(std::vector<c10::IValue> args
   }
   if (calls_ == 2) {
     check_argument_kinds(args);
+    // A capturing CUDA stream refuses a host read of device data; so does the model.
+    for (const ir::Node* n : graph_.nodes())
+      if (reads_data_into_host_scalar(n->op_name()) || has_data_dependent_output_shape(n->op_name()))
+        throw ExecError("cudagraph '" + name_ + "': " + describe_node(*n) + " reads tensor data on the host (" +
+                        n->op_name() + "), which a capturing CUDA stream refuses: the part cannot be captured");
     last_call_.phase = CaptureCall::Phase::Capture;
     // The kept buffers alias the call-2 arguments' storages, not their tensor objects: a
     // caller re-pointing a tensor at new memory leaves the capture reading the old one.

@@ -11,11 +11,6 @@ namespace passcheck::passes {
 
 namespace {
 
-bool is_data_dependent_scalar_source(const std::string& op_name) {
-  return op_name == "aten::_local_scalar_dense" || op_name == "aten::item" || op_name == "aten::is_nonzero" ||
-         op_name == "aten::equal";
-}
-
 bool is_tensor(const ir::Value* v) { return v->type() == ir::ValueType::Tensor && v->meta().has_value(); }
 
 // Every tensor the node reads (operands) or writes (outputs).
@@ -113,7 +108,7 @@ CaptureContext CaptureContext::of(const ir::Graph& graph, ir::CaptureSpec::Backe
   ctx.copied = std::move(copied);
   // A scalar read from a tensor taints every non-tensor value computed from it.
   for (const ir::Node* n : graph.nodes()) {
-    bool tainted = is_data_dependent_scalar_source(n->op_name());
+    bool tainted = exec::reads_data_into_host_scalar(n->op_name());
     for (size_t i = 0; i < n->num_operands() && !tainted; ++i) tainted = ctx.data_dependent.count(n->operand(i)) > 0;
     if (!tainted) continue;
     for (const ir::Value* v : n->outputs())
@@ -123,7 +118,7 @@ CaptureContext CaptureContext::of(const ir::Graph& graph, ir::CaptureSpec::Backe
 }
 
 const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx) {
-  if (is_data_dependent_scalar_source(node.op_name())) return "data-dependent-scalar";
+  if (exec::reads_data_into_host_scalar(node.op_name())) return "data-dependent-scalar";
   for (size_t i = 0; i < node.num_operands(); ++i)
     if (node.operand(i)->type() != ir::ValueType::Tensor && ctx.data_dependent.count(node.operand(i)))
       return "data-dependent-scalar";

@@ -30,6 +30,14 @@ std::vector<MutantInfo> cudagraph_mutants() {
                            "recorded from those same buffers, never fires, and a moved static input replays on stale "
                            "memory",
                            injected_bug(bugs::kSelfComparedAddressCheck)});
+  {
+    MutantInfo m{"mutant-cudagraph-captures-host-scalars", "cudagraph", 0,
+                 "nodes that read tensor data into a host scalar (item) and their consumers are captured instead of "
+                 "left eager, so the capture fails (a capturing CUDA stream refuses the host read)",
+                 {}};
+    m.faults.disabled_guards.insert("data-dependent-scalar");
+    out.push_back(std::move(m));
+  }
   return out;
 }
 

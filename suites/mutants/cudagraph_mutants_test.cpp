@@ -37,7 +37,8 @@ TEST(CudagraphMutants, EachIsRegisteredWithItsHistoricalBug) {
   std::map<std::string, int> expected{{"mutant-cudagraph-static-arguments", 11},
                                       {"mutant-cudagraph-skips-a-copy", 11},
                                       {"mutant-cudagraph-unchecked-static-addresses", 11},
-                                      {"mutant-cudagraph-self-compared-address-check", 15}};
+                                      {"mutant-cudagraph-self-compared-address-check", 15},
+                                      {"mutant-cudagraph-captures-host-scalars", 0}};
   ASSERT_EQ(mutants::cudagraph_mutants().size(), expected.size());
   for (const mutants::MutantInfo& m : mutants::cudagraph_mutants()) {
     EXPECT_EQ(m.historical_bug, expected.at(m.pass)) << m.pass;
@@ -70,6 +71,27 @@ TEST(CudagraphMutants, BothAddressCheckMutantsReplayAMovedParameterFromItsOldSto
     EXPECT_THAT(v[0], HasSubstr("static input %w was re-allocated before this call and the captured graph replayed "
                                 "without refusing on its old storage"));
   }
+}
+
+TEST(CudagraphMutants, CapturingAHostScalarReadFailsAtCapture) {
+  const char* with_item = R"(graph(param %w : f32[4, 4], arg %x : f32[3, 4]):
+  %mm : f32[3, 4] = aten::mm(%x, %w)
+  %sum : f32[] = aten::sum(%mm, None)
+  %item : float = aten::_local_scalar_dense(%sum)
+  %mul : f32[3, 4] = aten::mul.Scalar(%mm, %item)
+  %mm_1 : f32[3, 4] = aten::mm(%mul, %w)
+  return (%mm_1)
+)";
+  auto graph = ir::parse_graph(with_item, "<test>");
+  at::manual_seed(5);
+  std::vector<c10::IValue> inputs{at::randn({4, 4}), at::randn({3, 4})};
+  EXPECT_THAT(check::check_pass_properties(*graph, inputs, "cudagraph").violations, ::testing::IsEmpty());
+  auto v = check::check_pass_properties(*graph, inputs, "mutant-cudagraph-captures-host-scalars",
+                                        mutants::registry_with_mutants())
+               .violations;
+  ASSERT_FALSE(v.empty());
+  EXPECT_THAT(v[0], HasSubstr("call 2 of the captured module failed"));
+  EXPECT_THAT(v[0], HasSubstr("reads tensor data on the host (aten::_local_scalar_dense)"));
 }
 
 // Training: two_matmul, 5 steps, its first parameter re-allocated after step 3.

@@ -34,7 +34,8 @@ inline check::InjectedFaults injected_bug(const std::string& name) {
 
 /// Every mutant: the historical ones (bugs 1-3, 9, 10, then 6, 7, 13 of the collectives,
 /// then 5, 12, 14 of the FSDP, placement and scheduling passes), then the decision mutants
-/// of the AC and chunk passes, then those of the cleanup passes (excluded decisions left out).
+/// of the AC and chunk passes, then those of the cleanup passes (excluded decisions left out),
+/// then the partitioner mutants (bugs 8, 16) and the cudagraph mutants (bugs 11, 15).
 const std::vector<MutantInfo>& all_mutants();
 
 /// Adds every mutant of all_mutants() to `registry`, which must hold the real passes.
