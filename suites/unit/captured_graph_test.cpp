@@ -214,16 +214,9 @@ TEST_F(CapturedGraphTest, ThePoolSharedByTwoCapturesIsSmallerThanTwoPools) {
 
 // A module whose part carries a capture: text round trip, parse errors, verifier, and the
 // module executor running it under the wrapper.
-const char* const kCapturedModule = R"(module inputs (%w, %x, %b) returns (linear.0)
-part linear cudagraph(backend=replay, static=[0, 2])
-graph(
-    param %w : f32[3, 3],
-    arg %x : f32[2, 3],
-    buffer %b : f32[3]):
-  %mm : f32[2, 3] = aten::mm(%x, %w)
-  %y : f32[2, 3] = aten::add.Tensor(%mm, %b, 1)
-  return (%y)
-)";
+const std::string kCapturedModule =
+    std::string("module inputs (%w, %x, %b) returns (linear.0)\npart linear cudagraph(backend=replay, static=[0, 2])\n") +
+    kLinear;
 
 TEST(CaptureSpecText, RoundTripsAndRunsUnderTheWrapper) {
   ir::Module m = ir::parse_module(kCapturedModule, "<test>");
