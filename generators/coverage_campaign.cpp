@@ -15,6 +15,12 @@ namespace passcheck::gen {
 
 namespace {
 
+// Sources whose cases carry their own pipelines take none from the campaign line.
+void require_no_pipeline(const std::string& source, const std::string& pipeline) {
+  if (!pipeline.empty())
+    throw std::invalid_argument(source + " run their own pipelines; give an empty one, got '" + pipeline + "'");
+}
+
 std::vector<std::string> check_graph_case(const ir::Graph& graph, const std::string& pipeline, uint64_t input_seed,
                                           int64_t int_high, const check::PassRegistry& registry) {
   return check::check_case(graph, pipeline, input_seed, int_high, registry).violations;
@@ -112,23 +118,17 @@ const std::map<std::string, CaseRunner>& campaign_sources() {
        }},
       {"distributed-situations",
        [](uint64_t, const std::string& pipeline, const check::PassRegistry& registry) {
-         if (!pipeline.empty())
-           throw std::invalid_argument("distributed situations run their own pipelines; give an empty one, got '" +
-                                       pipeline + "'");
+         require_no_pipeline("distributed situations", pipeline);
          return distributed_situation_violations(registry);
        }},
       {"cudagraph-situations",
        [](uint64_t, const std::string& pipeline, const check::PassRegistry& registry) {
-         if (!pipeline.empty())
-           throw std::invalid_argument("cudagraph situations run their own pipelines; give an empty one, got '" +
-                                       pipeline + "'");
+         require_no_pipeline("cudagraph situations", pipeline);
          return cudagraph_situation_violations(registry);
        }},
       {"decision-situations",
        [](uint64_t seed, const std::string& pipeline, const check::PassRegistry& registry) {
-         if (!pipeline.empty())
-           throw std::invalid_argument("decision situations run their own pipelines; give an empty one, got '" +
-                                       pipeline + "'");
+         require_no_pipeline("decision situations", pipeline);
          DecisionSituation c = generate_decision_situation(seed);
          return decision_situation_violations(c, c.pipeline, registry);
        }},

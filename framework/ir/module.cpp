@@ -233,13 +233,8 @@ class LineReader {
   void expect(char c) {
     if (!accept(c)) fail(std::string("expected '") + c + "' but found " + found());
   }
-  std::string name(const std::string& what) {
-    skip_space();
-    size_t start = pos_;
-    while (pos_ < line_.text.size() && (is_name_char(line_.text[pos_]) || line_.text[pos_] == '.')) ++pos_;
-    if (start == pos_) fail("expected " + what + " but found " + found());
-    return std::string(line_.text.substr(start, pos_ - start));
-  }
+  // A name: letters, digits, '_' and '.'.
+  std::string name(const std::string& what) { return word_of(what, '.'); }
   void word(const std::string& w) {
     size_t at = pos_;
     std::string got = name("'" + w + "'");
@@ -254,11 +249,13 @@ class LineReader {
     return line_.text.substr(pos_, w.size()) == w &&
            (pos_ + w.size() == line_.text.size() || !is_name_char(line_.text[pos_ + w.size()]));
   }
-  // A kebab-case word (an option name or value).
-  std::string kebab_word(const std::string& what) {
+  // A kebab-case word (an option name or value): letters, digits, '_' and '-'.
+  std::string kebab_word(const std::string& what) { return word_of(what, '-'); }
+  // The run of name characters and `also` at the cursor; fails naming `what` when empty.
+  std::string word_of(const std::string& what, char also) {
     skip_space();
     size_t start = pos_;
-    while (pos_ < line_.text.size() && (is_name_char(line_.text[pos_]) || line_.text[pos_] == '-')) ++pos_;
+    while (pos_ < line_.text.size() && (is_name_char(line_.text[pos_]) || line_.text[pos_] == also)) ++pos_;
     if (start == pos_) fail("expected " + what + " but found " + found());
     return std::string(line_.text.substr(start, pos_ - start));
   }

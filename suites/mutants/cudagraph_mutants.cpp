@@ -9,35 +9,28 @@ namespace passcheck::mutants {
 std::vector<MutantInfo> cudagraph_mutants() {
   namespace bugs = exec::injected_wrapper_bugs;
   std::vector<MutantInfo> out;
-  {
-    MutantInfo m{"mutant-cudagraph-static-arguments", "cudagraph", 11,
-                 "arguments and outputs of eager parts are marked static, so a replay reads the buffers of the capture "
-                 "call instead of copying the new values in",
-                 {}};
-    m.faults.disabled_guards.insert("input-changes-address");
-    out.push_back(std::move(m));
-  }
+  out.push_back(MutantInfo{"mutant-cudagraph-static-arguments", "cudagraph", 11,
+                           "arguments and outputs of eager parts are marked static, so a replay reads the buffers of "
+                           "the capture call instead of copying the new values in",
+                           disabled_guard("input-changes-address")});
   out.push_back(MutantInfo{"mutant-cudagraph-skips-a-copy", "cudagraph", 11,
-                           "the wrapper never copies its first non-static input into the kept buffer, so every replay "
-                           "reads that input's value from the capture call",
+                           "the wrapper never copies its first non-static input into the kept buffer, so every "
+                           "replay reads that input's value from the capture call",
                            injected_bug(bugs::kSkipNonStaticCopy)});
   out.push_back(MutantInfo{"mutant-cudagraph-unchecked-static-addresses", "cudagraph", 11,
                            "the wrapper skips its static-address check, so a static input re-allocated after capture "
                            "is replayed silently from its old storage",
                            injected_bug(bugs::kUncheckedStaticAddresses)});
   out.push_back(MutantInfo{"mutant-cudagraph-self-compared-address-check", "cudagraph", 15,
-                           "upstream's static-address check: it compares the kept buffers' addresses with the addresses "
-                           "recorded from those same buffers, never fires, and a moved static input replays on stale "
-                           "memory",
+                           "upstream's static-address check: it compares the kept buffers' addresses with the "
+                           "addresses recorded from those same buffers, never fires, and a moved static input "
+                           "replays on stale memory",
                            injected_bug(bugs::kSelfComparedAddressCheck)});
-  {
-    MutantInfo m{"mutant-cudagraph-captures-host-scalars", "cudagraph", 0,
-                 "nodes that read tensor data into a host scalar (item) and their consumers are captured instead of "
-                 "left eager, so the capture fails (a capturing CUDA stream refuses the host read)",
-                 {}};
-    m.faults.disabled_guards.insert("data-dependent-scalar");
-    out.push_back(std::move(m));
-  }
+  out.push_back(MutantInfo{"mutant-cudagraph-captures-host-scalars", "cudagraph", 0,
+                           "nodes that read tensor data into a host scalar (item) and their consumers are captured "
+                           "instead of left eager, so the capture fails (a capturing CUDA stream refuses the host "
+                           "read)",
+                           disabled_guard("data-dependent-scalar")});
   return out;
 }
 

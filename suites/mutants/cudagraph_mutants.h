@@ -14,4 +14,15 @@ namespace passcheck::mutants {
 /// The cudagraph mutants, in all_mutants() order.
 std::vector<MutantInfo> cudagraph_mutants();
 
+/// The one-step graph the wrapper's suites show them on: y = x @ w + b with w a parameter,
+/// x an argument, b a buffer, so under the wrapper w and b are static and x is copied.
+inline constexpr const char* kLinearStepGraph = R"(graph(
+    param %w : f32[3, 3],
+    arg %x : f32[2, 3],
+    buffer %b : f32[3]):
+  %mm : f32[2, 3] = aten::mm(%x, %w)
+  %y : f32[2, 3] = aten::add.Tensor(%mm, %b, 1)
+  return (%y)
+)";
+
 }  // namespace passcheck::mutants

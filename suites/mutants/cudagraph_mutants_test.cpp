@@ -16,20 +16,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const char* const kStep = R"(graph(
-    param %w : f32[4, 4],
-    arg %x : f32[3, 4],
-    buffer %b : f32[4]):
-  %mm : f32[3, 4] = aten::mm(%x, %w)
-  %y : f32[3, 4] = aten::add.Tensor(%mm, %b, 1)
-  %r : f32[3, 4] = aten::relu(%y)
-  return (%r)
-)";
-
 std::vector<std::string> violations_of(const std::string& pipeline) {
-  auto graph = ir::parse_graph(kStep, "<test>");
+  auto graph = ir::parse_graph(mutants::kLinearStepGraph, "<test>");
   at::manual_seed(11);
-  std::vector<c10::IValue> inputs{at::randn({4, 4}), at::randn({3, 4}), at::randn({4})};
+  std::vector<c10::IValue> inputs{at::randn({3, 3}), at::randn({2, 3}), at::randn({3})};
   return check::check_pass_properties(*graph, inputs, pipeline, mutants::registry_with_mutants()).violations;
 }
 

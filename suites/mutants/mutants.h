@@ -32,6 +32,13 @@ inline check::InjectedFaults injected_bug(const std::string& name) {
   return faults;
 }
 
+/// The faults of a mutant whose pass never refuses where its declared `guard` would.
+inline check::InjectedFaults disabled_guard(const std::string& guard) {
+  check::InjectedFaults faults;
+  faults.disabled_guards.insert(guard);
+  return faults;
+}
+
 /// Every mutant: the historical ones (bugs 1-3, 9, 10, then 6, 7, 13 of the collectives,
 /// then 5, 12, 14 of the FSDP, placement and scheduling passes), then the decision mutants
 /// of the AC and chunk passes, then those of the cleanup passes (excluded decisions left out),

@@ -6,30 +6,18 @@ namespace passcheck::mutants {
 
 std::vector<MutantInfo> partition_mutants() {
   std::vector<MutantInfo> out;
-  {
-    MutantInfo m{"mutant-partition-save-all-ignores-multi-output-tags", "partition-save-all", 8,
-                 "the second partition ignores ap_must_save on multi-output producers and recomputes them, so it "
-                 "saves differently from the first (double recomputation)",
-                 {}};
-    m.faults.injected_bugs.insert("ignore-multi-output-tags");
-    out.push_back(std::move(m));
-  }
-  {
-    MutantInfo m{"mutant-cse-drops-duplicate-metadata", "cse", 16,
-                 "cse keeps the first of two duplicates without merging metadata, so an ap_must_save (or recompute "
-                 "policy) only the later one carried is lost and the second partition saves less",
-                 {}};
-    m.faults.injected_bugs.insert("drop-duplicate-metadata");
-    out.push_back(std::move(m));
-  }
-  {
-    MutantInfo m{"mutant-partition-min-cut-budget-fallback-to-plain-cut", "partition-min-cut", 0,
-                 "when no number of recomputed matmuls fits memory-budget, min-cut falls back to the plain cut rather "
-                 "than the cut that saves least, so a smaller budget can save more bytes",
-                 {}};
-    m.faults.injected_bugs.insert("budget-fallback-to-plain-cut");
-    out.push_back(std::move(m));
-  }
+  out.push_back(MutantInfo{"mutant-partition-save-all-ignores-multi-output-tags", "partition-save-all", 8,
+                           "the second partition ignores ap_must_save on multi-output producers and recomputes them, "
+                           "so it saves differently from the first (double recomputation)",
+                           injected_bug("ignore-multi-output-tags")});
+  out.push_back(MutantInfo{"mutant-cse-drops-duplicate-metadata", "cse", 16,
+                           "cse keeps the first of two duplicates without merging metadata, so an ap_must_save (or "
+                           "recompute policy) only the later one carried is lost and the second partition saves less",
+                           injected_bug("drop-duplicate-metadata")});
+  out.push_back(MutantInfo{"mutant-partition-min-cut-budget-fallback-to-plain-cut", "partition-min-cut", 0,
+                           "when no number of recomputed matmuls fits memory-budget, min-cut falls back to the plain "
+                           "cut rather than the cut that saves least, so a smaller budget can save more bytes",
+                           injected_bug("budget-fallback-to-plain-cut")});
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "framework/exec/module_executor.h"
 #include "framework/ir/module.h"
 #include "framework/ir/text.h"
+#include "suites/mutants/cudagraph_mutants.h"
 
 #include <ATen/ATen.h>
 #include <gmock/gmock.h>
@@ -22,15 +23,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// y = x @ w + b: w and b static, x copied.
-const char* const kLinear = R"(graph(
-    param %w : f32[3, 3],
-    arg %x : f32[2, 3],
-    buffer %b : f32[3]):
-  %mm : f32[2, 3] = aten::mm(%x, %w)
-  %y : f32[2, 3] = aten::add.Tensor(%mm, %b, 1)
-  return (%y)
-)";
+const char* const kLinear = mutants::kLinearStepGraph;
 
 struct Wrapped {
   std::unique_ptr<ir::Graph> graph;
