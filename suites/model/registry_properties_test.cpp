@@ -5,6 +5,7 @@
 #include "framework/exec/inputs.h"
 #include "oracles/training_driver.h"
 #include "suites/support/pass_oracle.h"
+#include "suites/support/traced_joint.h"
 
 #include <gtest/gtest.h>
 
@@ -12,26 +13,6 @@
 
 namespace passcheck {
 namespace {
-
-struct TracedModel {
-  std::shared_ptr<ir::Graph> graph;
-  std::vector<c10::IValue> inputs;
-};
-
-const TracedModel& traced(const std::string& model) {
-  static std::map<std::string, TracedModel> cache;
-  auto it = cache.find(model);
-  if (it != cache.end()) return it->second;
-  models::SubjectOptions options;
-  if (model == "llama3") {
-    options.batch_size = 1;
-    options.seq_len = 16;
-  }
-  auto subject = models::make_subject(model, options);
-  trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), false);
-  TracedModel m{program.shared_graph(), program.make_graph_inputs(subject->batch(1))};
-  return cache.emplace(model, std::move(m)).first->second;
-}
 
 // What a pass needs before it has work to do.
 std::string with_prerequisites(const std::string& pass, const std::string& model) {
@@ -46,7 +27,7 @@ TEST_P(EveryPass, HoldsItsDeclaredPropertiesOnEveryModel) {
   const std::string& pass = GetParam();
   for (const std::string& model : models::available_subjects()) {
     SCOPED_TRACE(model);
-    const TracedModel& m = traced(model);
+    const testing::TracedJoint& m = testing::traced_joint(model);
     auto records = testing::expect_pass_preserves(*m.graph, m.inputs, with_prerequisites(pass, model));
     EXPECT_FALSE(records.empty());
   }
@@ -92,7 +73,7 @@ TEST(EveryPass, TheGenericCheckFailsOnAPassThatChangesNumerics) {
                    }
                  return r;
                });
-  const TracedModel& m = traced("mlp");
+  const testing::TracedJoint& m = testing::traced_joint("mlp");
   auto report = check::check_pass_properties(*m.graph, m.inputs, "gelu-to-tanh", registry);
   ASSERT_FALSE(report.violations.empty());
   EXPECT_NE(report.violations[0].find("changed numerics"), std::string::npos) << report.violations[0];
@@ -109,7 +90,7 @@ TEST(EveryPass, TheGenericCheckFailsOnANonIdempotentPassDeclaredIdempotent) {
                  r.changed = true;
                  return r;
                });
-  const TracedModel& m = traced("two_matmul");
+  const testing::TracedJoint& m = testing::traced_joint("two_matmul");
   auto report = check::check_pass_properties(*m.graph, m.inputs, "append-neg", registry);
   bool found = false;
   for (const auto& v : report.violations) found |= v.find("declared idempotent but changed the graph") != std::string::npos;

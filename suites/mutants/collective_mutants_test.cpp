@@ -34,18 +34,6 @@ graph(param %x : f32[2, 4]):
   return (%out)
 )";
 
-// Bug 13's chain: permute, a copying reshape and a view back end as they started.
-const char* const kSquareTrap = R"(mesh dp=2, tp=2 rank 0
-graph(param %x : f32[2, 4]):
-  %ag : f32[4, 4] = passcheck::all_gather_into_tensor(%x, 2, "dp")
-  %wait : f32[4, 4] = passcheck::wait_tensor(%ag)
-  %p : f32[4, 4]{1, 4} = aten::permute(%wait, [1, 0])
-  %r : f32[16] = aten::reshape(%p, [16])
-  %v : f32[4, 4] = aten::view(%r, [4, 4])
-  %ag2 : f32[8, 4] = passcheck::all_gather_into_tensor(%v, 2, "tp")
-  %out : f32[8, 4] = passcheck::wait_tensor(%ag2)
-  return (%out)
-)";
 
 // A dp-then-tp chain through an identity pair of permutes (fused onto tp_dp).
 const char* const kAscending = R"(mesh dp=2, tp=2 rank 0
@@ -101,7 +89,7 @@ TEST(CollectiveMutants, IdentityMutantsAreRefutedByProveAndDifferOnSim) {
     const char* text;
     const char* node;
   } cases[] = {{"mutant-fuse-chained-allgathers-skips-identity-proof", kPermutePair, "%q"},
-               {"mutant-fuse-chained-allgathers-shape-stride-identity", kSquareTrap, "%v"}};
+               {"mutant-fuse-chained-allgathers-shape-stride-identity", mutants::kSquareTrap, "%v"}};
   for (const auto& c : cases) {
     // The real pass refuses the chain: its claim is refuted.
     int64_t real_fused = -1;

@@ -34,13 +34,6 @@ graph(arg %x : f32[4, 8] placed(S(0), S(0))):
   return (%back, %third)
 )";
 
-const char* const kReversedRanks = R"(graph(arg %x : f32[4, 4]):
-  %mm : f32[4, 4] = aten::mm(%x, %x)  #{custom={"schedule_rank": "2", "schedule_rs_before": ""}}
-  %mm_1 : f32[4, 4] = aten::mm(%mm, %x)  #{custom={"schedule_rank": "1", "schedule_rs_before": ""}}
-  %mm_2 : f32[4, 4] = aten::mm(%mm_1, %x)  #{custom={"schedule_rank": "0", "schedule_rs_before": ""}}
-  return (%mm_2)
-)";
-
 TEST(DistributedMutants, EachIsRegisteredWithItsHistoricalBug) {
   std::map<std::string, int> expected{{"mutant-force-recompute-fsdp-tags-only-slice", 5},
                                       {"mutant-eliminate-alias-rewires-third-placement", 12},
@@ -75,9 +68,9 @@ TEST(DistributedMutants, Bug12IsCaughtByTheRedirectedReadProperty) {
 }
 
 TEST(DistributedMutants, Bug14IsCaughtByTheGatesVerifier) {
-  auto real = parse(kReversedRanks);
+  auto real = parse(mutants::kReversedRanks);
   run("cap-compute-batch-size{max-consecutive=1}", *real);  // the real pass falls back cleanly
-  auto mutant = parse(kReversedRanks);
+  auto mutant = parse(mutants::kReversedRanks);
   try {
     run("mutant-cap-compute-reorders-before-cycle-check{max-consecutive=1}", *mutant);
     FAIL() << "the gate accepted a graph out of topological order";

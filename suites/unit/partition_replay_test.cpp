@@ -10,20 +10,8 @@ namespace passcheck {
 namespace {
 
 using testing::kReluMlp;
-
-ir::Module run_partitioner(const ir::Graph& joint, const std::string& pass_name,
-                           std::map<std::string, std::string> options = {}) {
-  ir::Module module = ir::Module::of_graph(joint.clone());
-  const auto& pass = check::PassRegistry::global().get(pass_name);
-  pass.run_module(module, check::PassOptions(pass.info, options));
-  return module;
-}
-
-std::vector<std::string> saved_names(const ir::Module& module) {
-  std::vector<std::string> out;
-  for (size_t i : module.linked_outputs(0)) out.push_back(module.parts[0].graph->outputs()[i]->name());
-  return out;
-}
+using testing::run_partitioner;
+using testing::saved_names;
 
 std::string custom_of(const ir::Graph& g, const std::string& value, const std::string& key) {
   const auto& custom = g.find_value(value)->producer()->meta().custom;

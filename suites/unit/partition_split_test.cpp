@@ -26,17 +26,10 @@ std::vector<const ir::Value*> values_named(const ir::Graph& g, const std::vector
 }
 
 ir::Module min_cut(const ir::Graph& joint, std::map<std::string, std::string> options = {}) {
-  ir::Module module = ir::Module::of_graph(joint.clone());
-  const auto& pass = check::PassRegistry::global().get("partition-min-cut");
-  pass.run_module(module, check::PassOptions(pass.info, options));
-  return module;
+  return testing::run_partitioner(joint, "partition-min-cut", std::move(options));
 }
 
-std::vector<std::string> saved_names(const ir::Module& module) {
-  std::vector<std::string> out;
-  for (size_t i : module.linked_outputs(0)) out.push_back(module.parts[0].graph->outputs()[i]->name());
-  return out;
-}
+using testing::saved_names;
 
 TEST(PartitionClassify, MlpForwardLossAndBackward) {
   const auto& m = testing::traced_joint("mlp");

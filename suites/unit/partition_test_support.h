@@ -1,4 +1,4 @@
-// Helpers the partitioner unit tests share: traced debug models,
+// Helpers the partitioner unit tests share: traced debug models (suites/support),
 // the per-rank FSDP llama3 graph from the CLI, and running a joint graph against a
 // partitioned module bit for bit.
 #pragma once
@@ -11,6 +11,7 @@
 #include "oracles/training_driver.h"
 #include "passes/partition/partition_passes.h"
 #include "suites/support/test_support.h"
+#include "suites/support/traced_joint.h"
 
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
@@ -21,25 +22,20 @@
 
 namespace passcheck::testing {
 
-/// A debug model's joint graph and inputs for it (llama3 shortened to batch 1, 16 tokens).
-struct TracedJoint {
-  std::shared_ptr<ir::Graph> graph;
-  std::vector<c10::IValue> inputs;
-};
+/// `joint` as a one-part module run through the registered partitioner `pass_name`.
+inline ir::Module run_partitioner(const ir::Graph& joint, const std::string& pass_name,
+                                  std::map<std::string, std::string> options = {}) {
+  ir::Module module = ir::Module::of_graph(joint.clone());
+  const auto& pass = check::PassRegistry::global().get(pass_name);
+  pass.run_module(module, check::PassOptions(pass.info, options));
+  return module;
+}
 
-inline const TracedJoint& traced_joint(const std::string& model) {
-  static std::map<std::string, TracedJoint> cache;
-  auto it = cache.find(model);
-  if (it != cache.end()) return it->second;
-  models::SubjectOptions options;
-  if (model == "llama3") {
-    options.batch_size = 1;
-    options.seq_len = 16;
-  }
-  auto subject = models::make_subject(model, options);
-  trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), false);
-  TracedJoint m{program.shared_graph(), program.make_graph_inputs(subject->batch(1))};
-  return cache.emplace(model, std::move(m)).first->second;
+/// Names of the values the forward part saves for later parts, in output order.
+inline std::vector<std::string> saved_names(const ir::Module& module) {
+  std::vector<std::string> out;
+  for (size_t i : module.linked_outputs(0)) out.push_back(module.parts[0].graph->outputs()[i]->name());
+  return out;
 }
 
 /// Rank 0's graph of llama3 under FSDP on dp=2, as `passcheck trace` prints it.

@@ -8,6 +8,7 @@
 #include "framework/ir/text.h"
 #include "passes/schedule/schedule_passes.h"
 #include "passes/schedule/stable_topo_sort.h"
+#include "suites/mutants/distributed_mutants.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -106,16 +107,8 @@ TEST(CapComputeBatchSize, WithoutARecordingKeepsTheCurrentOrder) {
   EXPECT_EQ(records.back().guards_refused.at("no-recorded-order"), 1);
 }
 
-// Recorded ranks reversed along a data chain: chunk order contradicts the data.
-const char* const kReversedRanks = R"(graph(arg %x : f32[4, 4]):
-  %mm : f32[4, 4] = aten::mm(%x, %x)  #{custom={"schedule_rank": "2", "schedule_rs_before": ""}}
-  %mm_1 : f32[4, 4] = aten::mm(%mm, %x)  #{custom={"schedule_rank": "1", "schedule_rs_before": ""}}
-  %mm_2 : f32[4, 4] = aten::mm(%mm_1, %x)  #{custom={"schedule_rank": "0", "schedule_rs_before": ""}}
-  return (%mm_2)
-)";
-
 TEST(CapComputeBatchSize, ACycleLeavesTheGraphUntouchedAndIsReported) {
-  auto g = parse(kReversedRanks);
+  auto g = parse(mutants::kReversedRanks);
   std::string text = g->print();
   auto records = run("cap-compute-batch-size{max-consecutive=1}", *g);
   EXPECT_FALSE(records.back().changed);

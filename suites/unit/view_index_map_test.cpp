@@ -10,6 +10,7 @@
 #include "framework/ir/text.h"
 #include "framework/sym/prover.h"
 #include "passes/collectives/view_index_map.h"
+#include "suites/mutants/collective_mutants.h"
 #include "suites/mutants/mutants.h"
 #include "suites/support/test_support.h"
 
@@ -237,20 +238,8 @@ TEST(IndexedClaims, TextFormRoundTripsAndOldClaimsStillParse) {
             std::string::npos);
 }
 
-const char* const kSquareTrap = R"(mesh dp=2, tp=2 rank 0
-graph(param %x : f32[2, 4]):
-  %ag : f32[4, 4] = passcheck::all_gather_into_tensor(%x, 2, "dp")
-  %wait : f32[4, 4] = passcheck::wait_tensor(%ag)
-  %p : f32[4, 4]{1, 4} = aten::permute(%wait, [1, 0])
-  %r : f32[16] = aten::reshape(%p, [16])
-  %v : f32[4, 4] = aten::view(%r, [4, 4])
-  %ag2 : f32[8, 4] = passcheck::all_gather_into_tensor(%v, 2, "tp")
-  %out : f32[8, 4] = passcheck::wait_tensor(%ag2)
-  return (%out)
-)";
-
 TEST(IndexedClaims, ThePassRefusesTheSquareTrapAndReportsTheCounterexample) {
-  auto g = ir::parse_graph(kSquareTrap);
+  auto g = ir::parse_graph(mutants::kSquareTrap);
   auto records = check::Pipeline::parse("fuse-chained-allgathers").run(*g);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_FALSE(records[0].changed);
@@ -264,7 +253,7 @@ TEST(IndexedClaims, APipelineFailsAPassWhoseRecordedClaimIsRefuted) {
   // The bug-13 mutant fuses the square trap and records the claim it did not prove.
   for (const std::string mutant : {"mutant-fuse-chained-allgathers-shape-stride-identity",
                                    "mutant-fuse-chained-allgathers-skips-identity-proof"}) {
-    auto g = ir::parse_graph(kSquareTrap);
+    auto g = ir::parse_graph(mutants::kSquareTrap);
     try {
       check::Pipeline::parse(mutant, mutants::registry_with_mutants()).run(*g);
       ADD_FAILURE() << mutant << " was not caught";
@@ -279,7 +268,7 @@ TEST(IndexedClaims, APipelineFailsAPassWhoseRecordedClaimIsRefuted) {
 TEST(IndexedClaims, PasscheckProveRefutesTheClaimAMutantRecorded) {
   // The mutant's graph as a file (the pipeline's own proof switched off, as a pass under
   // test would hand it on): `passcheck prove` names the node and the counterexample.
-  auto g = ir::parse_graph(kSquareTrap);
+  auto g = ir::parse_graph(mutants::kSquareTrap);
   check::PipelineOptions options;
   options.prove_new_claims = false;
   check::Pipeline::parse("mutant-fuse-chained-allgathers-shape-stride-identity", mutants::registry_with_mutants())
@@ -291,7 +280,7 @@ TEST(IndexedClaims, PasscheckProveRefutesTheClaimAMutantRecorded) {
   EXPECT_NE(r.output.find("refuted: view_identity of %v (fuse-chained-allgathers)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[forall(i0 < 4, i1 < 4): i0 == i1] counterexample i0="), std::string::npos) << r.output;
   // The claim the real pass records on an identity chain is proved.
-  std::string identity = kSquareTrap;
+  std::string identity = mutants::kSquareTrap;
   const std::string trap = "  %r : f32[16] = aten::reshape(%p, [16])\n  %v : f32[4, 4] = aten::view(%r, [4, 4])\n";
   identity.replace(identity.find(trap), trap.size(), "  %v : f32[4, 4] = aten::permute(%p, [1, 0])\n");
   auto real = ir::parse_graph(identity);
