@@ -6,11 +6,10 @@
 #include "framework/check/distributed_properties.h"
 #include "framework/check/pipeline.h"
 #include "framework/ir/text.h"
+#include "generators/distributed_situations.h"
 #include "passes/fsdp/fsdp_passes.h"
 
 #include <gmock/gmock.h>
-#include "generators/distributed_situations.h"
-
 #include <gtest/gtest.h>
 
 namespace passcheck {
@@ -62,16 +61,17 @@ graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 16]):
   EXPECT_EQ(node(*g, "sum")->meta().recompute, ir::RecomputePolicy::Unset);
 }
 
+// The text of a distributed situation (generators/distributed_situations.h) by name.
+const char* situation_text(const std::string& name) {
+  for (const gen::DistributedSituation& s : gen::distributed_situations())
+    if (s.name == name) return s.text.c_str();
+  throw std::runtime_error("no distributed situation '" + name + "'");
+}
+
+// A gather of a computed value and a backward unshard.
 TEST(ForceRecomputeFsdp, LeavesBackwardWaitsAndComputedGathersAlone) {
-  auto g = parse(R"(mesh dp=4 rank 0
-graph(param %w : f32[4, 8] placed(S(0)), arg %a : f32[4, 4]):
-  %pre : f32[4, 8] = aten::mm(%a, %w)
-  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%pre, 4, "dp")
-  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
-  %ag_1 : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")  #{phase=backward}
-  %wait_1 : f32[16, 8] = passcheck::wait_tensor(%ag_1)  #{phase=backward}
-  return (%wait, %wait_1)
-)");
+  auto g = parse(situation_text("fsdp-not-unshards"));
+
   auto records = run("force-recompute-fsdp-all-gather", *g);
   EXPECT_FALSE(records.back().changed);
   EXPECT_EQ(records.back().guards_refused.at("gathers-computed-value"), 1);
