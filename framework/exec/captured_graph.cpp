@@ -267,7 +267,7 @@ std::vector<c10::IValue> CapturedGraph::operator()(std::vector<c10::IValue> args
     check_argument_kinds(args);
     // A capturing CUDA stream refuses a host read of device data; so does the model.
     for (const ir::Node* n : graph_.nodes())
-      if (reads_data_into_host_scalar(n->op_name()) || has_data_dependent_output_shape(n->op_name()))
+      if (reads_device_data_on_host(n->op_name()) || has_data_dependent_output_shape(n->op_name()))
         throw ExecError("cudagraph '" + name_ + "': " + describe_node(*n) + " reads tensor data on the host (" +
                         n->op_name() + "), which a capturing CUDA stream refuses: the part cannot be captured");
     last_call_.phase = CaptureCall::Phase::Capture;

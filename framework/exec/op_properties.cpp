@@ -155,9 +155,9 @@ bool has_data_dependent_output_shape(const std::string& op_name) {
   return false;
 }
 
-bool reads_data_into_host_scalar(const std::string& op_name) {
+bool reads_device_data_on_host(const std::string& op_name) {
   return op_name == "aten::_local_scalar_dense" || op_name == "aten::item" || op_name == "aten::is_nonzero" ||
-         op_name == "aten::equal";
+         op_name == "aten::equal" || op_name == "passcheck::grouped_mm" || op_name == "passcheck::grouped_mm_weight_grad";
 }
 
 }  // namespace passcheck::exec

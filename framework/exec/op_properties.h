@@ -28,10 +28,12 @@ bool is_uninitialized_allocation(const ir::Node& node);
 /// operator name ("aten::masked_select"): a graph traced through one holds only for
 /// inputs that give the traced shape.
 bool has_data_dependent_output_shape(const std::string& op_name);
-/// Reads tensor data into a host value (`_local_scalar_dense`/`item`, `is_nonzero`,
-/// `equal`), by operator name: the host waits for the device, which a capturing CUDA
-/// stream refuses, and whatever uses the value depends on data.
-bool reads_data_into_host_scalar(const std::string& op_name);
+/// Reads tensor data on the host, by operator name: into a host scalar
+/// (`_local_scalar_dense`/`item`, `is_nonzero`, `equal`: whatever uses the value depends
+/// on data) or inside the kernel (`passcheck::grouped_mm` and its weight gradient read
+/// their offsets). Either way the host waits for the device, which a capturing CUDA
+/// stream refuses: such an op runs eagerly.
+bool reads_device_data_on_host(const std::string& op_name);
 /// A compute op: one with a FLOP formula (aten mm, bmm, addmm, baddbmm, convolution and
 /// its backward, the attention kernels and their backwards), what schedulers batch.
 bool has_flop_formula(const ir::Node& node);

@@ -3,6 +3,8 @@
 // them as primitives.
 #include "framework/exec/passcheck_ops.h"
 
+#include "framework/exec/grouped_mm.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/Generator.h>
 #include <torch/library.h>
@@ -101,7 +103,8 @@ std::vector<int64_t> all_to_all_result_sizes(std::vector<int64_t> sizes, const s
 
 void ensure_passcheck_ops_registered() {
   // Referencing this function keeps this object file (and its TORCH_LIBRARY blocks)
-  // in every binary that links the executor.
+  // in every binary that links the executor, and with it the grouped_mm kernels.
+  ensure_grouped_mm_registered();
 }
 
 }  // namespace passcheck::exec
@@ -114,6 +117,9 @@ TORCH_LIBRARY(passcheck, m) {
   m.def("all_reduce(Tensor input, str reduce_op, str group_name) -> Tensor");
   m.def("all_to_all_single(Tensor input, int[] output_split_sizes, int[] input_split_sizes, str group_name) -> Tensor");
   m.def("wait_tensor(Tensor tensor) -> Tensor");
+  // Kernels in grouped_mm.cpp.
+  m.def("grouped_mm(Tensor input, Tensor weight, Tensor offsets) -> Tensor");
+  m.def("grouped_mm_weight_grad(Tensor input, Tensor grad_output, Tensor offsets) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(passcheck, Meta, m) {

@@ -18,6 +18,11 @@
 // Their schemas and Meta kernels (shapes only, so meta tracing and the schema checks work
 // in every binary) live here; the kernels that communicate and the autograd formulas live
 // in framework/dist/collectives.cpp, above the executor.
+//
+// The grouped matrix multiply of the MoE models (schemas here, kernels, autograd and the
+// C++ calls in grouped_mm.h):
+//   passcheck::grouped_mm(Tensor input, Tensor weight, Tensor offsets) -> Tensor
+//   passcheck::grouped_mm_weight_grad(Tensor input, Tensor grad_output, Tensor offsets) -> Tensor
 #pragma once
 
 #include <cstdint>

@@ -68,12 +68,16 @@ bool is_rearrangement(const ir::Node& n) {
 }
 
 // Ops that sum over an input dimension: applied to two halves of that dimension, the
-// two results add up to the result on the whole (the rounding of the add aside).
+// two results add up to the result on the whole (the rounding of the add aside). The
+// aten ops by base name (op_in ignores the namespace); passcheck::grouped_mm_weight_grad
+// (a sum over the rows of each group) by its full name. Its halves add up to the whole
+// when each chunk's offsets count that chunk's own rows, i.e. when they are computed in
+// the chunk body from the chunked rows (the MoE routing does so).
 bool is_additive_reduction(const ir::Node& n) {
   static constexpr std::string_view ops[] = {"mm",          "bmm",    "sum",   "embedding_dense_backward",
                                              "index_add",   "scatter_add", "matmul", "addmm",
                                              "native_layer_norm_backward"};
-  return op_in(n, ops);
+  return op_in(n, ops) || n.op_name() == "passcheck::grouped_mm_weight_grad";
 }
 
 // A collective that maps a partial sum to a partial sum: its wait, and an all_reduce

@@ -106,9 +106,10 @@ CaptureContext CaptureContext::of(const ir::Graph& graph, ir::CaptureSpec::Backe
   CaptureContext ctx;
   ctx.device = capture_device(graph, backend);
   ctx.copied = std::move(copied);
-  // A scalar read from a tensor taints every non-tensor value computed from it.
+  // A scalar read from a tensor taints every non-tensor value computed from it (the ops
+  // that read device data only inside their kernel return tensors: nothing to taint).
   for (const ir::Node* n : graph.nodes()) {
-    bool tainted = exec::reads_data_into_host_scalar(n->op_name());
+    bool tainted = exec::reads_device_data_on_host(n->op_name());
     for (size_t i = 0; i < n->num_operands() && !tainted; ++i) tainted = ctx.data_dependent.count(n->operand(i)) > 0;
     if (!tainted) continue;
     for (const ir::Value* v : n->outputs())
@@ -118,7 +119,7 @@ CaptureContext CaptureContext::of(const ir::Graph& graph, ir::CaptureSpec::Backe
 }
 
 const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx) {
-  if (exec::reads_data_into_host_scalar(node.op_name())) return "data-dependent-scalar";
+  if (exec::reads_device_data_on_host(node.op_name())) return "data-dependent-scalar";
   for (size_t i = 0; i < node.num_operands(); ++i)
     if (node.operand(i)->type() != ir::ValueType::Tensor && ctx.data_dependent.count(node.operand(i)))
       return "data-dependent-scalar";

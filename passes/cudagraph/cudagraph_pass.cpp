@@ -156,7 +156,9 @@ check::PassInfo cudagraph_pass_info() {
                  "a part with uncapturable nodes is replaced by captured segments and eager islands"}};
   info.guards = {
       {"data-dependent-scalar", "reads a scalar from a tensor (item, _local_scalar_dense, is_nonzero, equal) or "
-                                "takes a scalar computed from one: a CUDA graph bakes it into the launch"},
+                                "takes a scalar computed from one: a CUDA graph bakes it into the launch; also "
+                                "the ops whose kernel reads device data on the host (passcheck::grouped_mm and "
+                                "its weight gradient read their offsets), which a capturing stream refuses"},
       {"data-dependent-shape", "its output shape depends on tensor values"},
       {"symbolic-size", "a tensor it reads or writes has a symbolic size, or it has a symbolic argument"},
       {"host-device-copy", "copies between the host and the capture device from memory that is not pinned"},

@@ -7,6 +7,7 @@
 #include "framework/check/pipeline.h"
 #include "framework/check/verifier.h"
 #include "framework/exec/executor.h"
+#include "framework/exec/grouped_mm.h"
 #include "framework/ir/text.h"
 #include "framework/sym/prover.h"
 #include "passes/chunk/chunk_passes.h"
@@ -188,6 +189,50 @@ graph(
   EXPECT_EQ(r.stats.at("materialized_add"), 1);
   EXPECT_EQ(count_op(*g, "aten::sign"), 1u) << "the factor is shared by both chunks";
   EXPECT_TRUE(sym::prove_all(g->claims(), g->symbols()).all_proved());
+}
+
+TEST(ChunkPass, GroupedMmChunksAlongItsRowsWithPerChunkOffsets) {
+  // An expert layer: the rows come sorted by group, the group of each row one-hot; the
+  // offsets are computed in the body from the chunked rows, so each chunk's grouped_mm
+  // sees its own groups, and the weight gradient (a sum over each group's rows) is the
+  // add of the two chunks' partials. Group 1 spans both chunks (rows 3-5 of 8).
+  const char* text = R"(symbol s0 in [2, 8] hint 8 multiple_of 2
+graph(
+    param %w : f32[3, 4, 5],
+    arg %x : f32[sym(s0), 4],
+    arg %onehot : i64[sym(s0), 3],
+    arg %grad : f32[sym(s0), 5]):
+  %counts : i64[3] = aten::sum.dim_IntList(%onehot, [0], False, None)  #{fqn="layers.0"}
+  %offsets : i64[3] = aten::cumsum(%counts, 0, None)  #{fqn="layers.0"}
+  %y : f32[sym(s0), 5] = passcheck::grouped_mm(%x, %w, %offsets)  #{fqn="layers.0"}
+  %dw : f32[3, 4, 5] = passcheck::grouped_mm_weight_grad(%x, %grad, %offsets)  #{phase=backward, fqn="layers.0"}
+  return (%y, %dw)
+)";
+  auto g = parse(text);
+  check::PassResult r = run_pass("chunk{early-accumulation=false}", *g);
+  EXPECT_EQ(r.stats.at("materialized_cat"), 1);  // %y
+  EXPECT_EQ(r.stats.at("materialized_add"), 1);  // %dw
+  EXPECT_EQ(count_op(*g, "passcheck::grouped_mm"), 2u);
+  EXPECT_EQ(count_op(*g, "passcheck::grouped_mm_weight_grad"), 2u);
+  EXPECT_TRUE(sym::prove_all(g->claims(), g->symbols()).all_proved());
+  run_pass("concretize", *g);
+  at::manual_seed(6);
+  at::Tensor w = at::randn({3, 4, 5}), x = at::randn({8, 4}), grad = at::randn({8, 5});
+  at::Tensor groups = at::tensor(std::vector<int64_t>{0, 0, 0, 1, 1, 1, 2, 2});
+  at::Tensor onehot = at::one_hot(groups, 3);
+  auto out = exec::Executor(*g).run({w, x, onehot, grad});
+  auto offsets_of = [&](int64_t from) { return onehot.slice(0, from, from + 4).sum(0).cumsum(0); };
+  at::Tensor y_expected = at::cat({exec::grouped_mm(x.slice(0, 0, 4), w, offsets_of(0)),
+                                   exec::grouped_mm(x.slice(0, 4, 8), w, offsets_of(4))});
+  at::Tensor dw_expected = at::add(exec::grouped_mm_weight_grad(x.slice(0, 0, 4), grad.slice(0, 0, 4), offsets_of(0)),
+                                   exec::grouped_mm_weight_grad(x.slice(0, 4, 8), grad.slice(0, 4, 8), offsets_of(4)));
+  EXPECT_TRUE(at::equal(out[0].toTensor(), y_expected));
+  EXPECT_TRUE(at::equal(out[1].toTensor(), dw_expected));
+  // Chunking keeps the numbers of the whole: y exactly (each row is one group's mm), dw to
+  // the rounding of the add.
+  at::Tensor full_offsets = onehot.sum(0).cumsum(0);
+  EXPECT_TRUE(at::equal(out[0].toTensor(), exec::grouped_mm(x, w, full_offsets)));
+  EXPECT_TRUE(at::allclose(out[1].toTensor(), exec::grouped_mm_weight_grad(x, grad, full_offsets), 1e-5, 1e-5));
 }
 
 // ---- errors the spec lists ---------------------------------------------------------

@@ -295,6 +295,39 @@ TEST(CudagraphPass, ItemInTheMiddleGivesTwoCapturedSegmentsAroundAnEagerIslandBi
   EXPECT_FALSE(run_cudagraph(m).changed);
 }
 
+// passcheck::grouped_mm reads its offsets on the host inside its kernel, which a
+// capturing stream refuses: it becomes an eager island between two captured segments,
+// and the split module runs like the graph whatever the group sizes of each call.
+TEST(CudagraphPass, AGroupedMmIsAnEagerIslandBetweenTwoCapturedSegments) {
+  auto g = ir::parse_graph(R"(graph(param %w : f32[3, 8, 4], arg %x : f32[6, 8], arg %offsets : i64[3]):
+  %relu : f32[6, 8] = aten::relu(%x)
+  %gmm : f32[6, 4] = passcheck::grouped_mm(%relu, %w, %offsets)
+  %mul : f32[6, 4] = aten::mul.Tensor(%gmm, %gmm)
+  return (%mul))",
+                           "grouped-mm-in-the-middle");
+  ir::Module m = ir::Module::of_graph(g->clone());
+  const check::PassResult r = run_cudagraph(m);
+  ASSERT_TRUE(r.changed);
+  ASSERT_EQ(m.parts.size(), 3u) << m.print();
+  ASSERT_TRUE(m.parts[0].capture && m.parts[2].capture);
+  EXPECT_FALSE(m.parts[1].capture);
+  ASSERT_EQ(m.parts[1].graph->num_nodes(), 1u);
+  EXPECT_EQ((*m.parts[1].graph->nodes().begin())->op(), "passcheck::grouped_mm");
+  EXPECT_EQ(r.guards_refused.at("data-dependent-scalar"), 1);
+  EXPECT_TRUE(check::verify_module(m).empty());
+
+  exec::Executor graph_exec(*g);
+  exec::ModuleExecutor module_exec(m);
+  at::Tensor w = at::randn({3, 8, 4});
+  const std::vector<std::vector<int64_t>> group_ends = {{2, 4, 6}, {0, 6, 6}, {1, 1, 3}, {6, 6, 6}, {0, 0, 0}};
+  for (size_t call = 0; call < group_ends.size(); ++call) {
+    const std::vector<c10::IValue> args = {w, at::randn({6, 8}), at::tensor(group_ends[call], at::kLong)};
+    expect_bitwise(graph_exec.run(args), module_exec.run(args), "call " + std::to_string(call + 1));
+  }
+  ASSERT_EQ(module_exec.last_stats().captured.size(), 2u);
+  for (const auto& c : module_exec.last_stats().captured) EXPECT_EQ(c.call.phase, exec::CaptureCall::Phase::Replay);
+}
+
 TEST(CudagraphPass, AReturnedArgumentGoesThroughTheFirstCapturedSegmentAndStaysEqual) {
   // The graph returns its argument %x and reads %mm in every later segment.
   auto g = ir::parse_graph(R"(graph(param %w : f32[8, 8], arg %x : f32[4, 8]):
