@@ -51,15 +51,13 @@ void barrier(const models::ParallelPlan& plan) {
 
 // Eager training of `subject` for `steps` steps, as the driver's eager path does it.
 void train_eagerly(models::TrainingSubject& subject, const DriverOptions& options) {
-  auto optimizer = make_optimizer(options.optimizer, subject.module()->parameters(true), options.learning_rate);
+  auto optimizer = make_optimizer(options.optimizer, optimizer_parameters(*subject.module()), options.learning_rate);
   for (int step = 1; step <= options.steps; ++step) {
     at::manual_seed(options.rng_seed + static_cast<uint64_t>(step));
-    std::vector<at::Tensor> out = eager_step(subject, subject.batch(step));
-    std::vector<at::Tensor> params = subject.module()->parameters(true);
-    for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = out.at(i + 1).detach();
+    std::vector<at::Tensor> params = assign_gradients(*subject.module(), eager_step(subject, subject.batch(step)));
     subject.before_optimizer_step();
     optimizer->step();
-    for (auto& p : params) p.mutable_grad() = at::Tensor();
+    drop_gradients(params);
   }
 }
 

@@ -6,6 +6,9 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <set>
+
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -24,6 +27,48 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind, std:
   if (kind == OptimizerKind::SGD)
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).momentum(0.9));
   return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr));
+}
+
+namespace {
+
+const c10::StorageImpl* storage_of(const at::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
+
+}  // namespace
+
+std::vector<at::Tensor> optimizer_parameters(const torch::nn::Module& module) {
+  std::vector<at::Tensor> out;
+  std::set<const c10::StorageImpl*> seen;
+  for (const at::Tensor& p : module.parameters(/*recurse=*/true))
+    if (seen.insert(storage_of(p)).second) out.push_back(p);
+  return out;
+}
+
+std::vector<at::Tensor> assign_gradients(const torch::nn::Module& module, const std::vector<at::Tensor>& outputs) {
+  std::vector<at::Tensor> params = module.parameters(/*recurse=*/true);
+  if (outputs.size() != params.size() + 1)
+    throw std::runtime_error("the step returned " + std::to_string(outputs.size()) + " tensors for " +
+                             std::to_string(params.size()) + " parameters and the loss");
+  std::map<const c10::StorageImpl*, size_t> first;  // storage -> index of its optimizer parameter
+  std::set<const c10::TensorImpl*> counted;
+  std::vector<at::Tensor> stepped;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const at::Tensor& p = params[i];
+    if (!counted.insert(p.unsafeGetTensorImpl()).second) continue;  // the same tensor again
+    at::Tensor grad = outputs[i + 1].detach();
+    auto [it, fresh] = first.emplace(storage_of(p), stepped.size());
+    if (fresh) {
+      params[i].mutable_grad() = grad;
+      stepped.push_back(p);
+    } else {
+      at::Tensor& sum = stepped[it->second].mutable_grad();
+      sum = sum + grad;
+    }
+  }
+  return stepped;
+}
+
+void drop_gradients(const std::vector<at::Tensor>& params) {
+  for (at::Tensor p : params) p.mutable_grad() = at::Tensor();
 }
 
 bool StepReport::equal() const {
@@ -213,8 +258,8 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
   std::vector<std::string> param_names, buffer_names;
   for (const auto& item : eager->module()->named_parameters(true)) param_names.push_back(item.key());
   for (const auto& item : eager->module()->named_buffers(true)) buffer_names.push_back(item.key());
-  auto eager_opt = make_optimizer(options.optimizer, eager->module()->parameters(true), options.learning_rate);
-  auto traced_opt = make_optimizer(options.optimizer, traced->module()->parameters(true), options.learning_rate);
+  auto eager_opt = make_optimizer(options.optimizer, optimizer_parameters(*eager->module()), options.learning_rate);
+  auto traced_opt = make_optimizer(options.optimizer, optimizer_parameters(*traced->module()), options.learning_rate);
   c10::Device device = traced->options().device;
 
   for (int step = 1; step <= options.steps; ++step) {
@@ -276,13 +321,10 @@ DriverReport run_traced_vs_eager(const DriverOptions& options) {
 
     // Optimizer step on both paths with the gradients each produced.
     auto apply = [&](models::TrainingSubject& subject, torch::optim::Optimizer& opt, std::vector<at::Tensor>& out) {
-      std::vector<at::Tensor> params = subject.module()->parameters(true);
-      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = out.at(i + 1);
+      std::vector<at::Tensor> params = assign_gradients(*subject.module(), out);
       subject.before_optimizer_step();
       opt.step();
-      // Drop the gradients rather than zeroing them: a traced gradient may be a view
-      // (e.g. a transposed mm result), which zero_grad cannot detach in place.
-      for (auto& p : params) p.mutable_grad() = at::Tensor();
+      drop_gradients(params);
     };
     apply(*eager, *eager_opt, eager_out);
     apply(*traced, *traced_opt, traced_out);

@@ -31,6 +31,21 @@ const char* to_string(OptimizerKind kind);
 /// The optimizer both paths use (SGD with momentum 0.9, or Adam) over `params`.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind, std::vector<at::Tensor> params, double lr);
 
+/// The parameters an optimizer steps: one tensor per storage, so a tied parameter (the
+/// same storage under several FQNs, e.g. qwen3's embedding and output) is stepped once.
+std::vector<at::Tensor> optimizer_parameters(const torch::nn::Module& module);
+
+/// Sets the gradient of every optimizer parameter of `module` from a training step's
+/// outputs [loss, gradient per FQN in named_parameters() order] and returns those
+/// parameters. The gradients of FQNs sharing one storage are summed in FQN order (each
+/// covers its own FQN's uses); an FQN registered with the very tensor of an earlier one
+/// adds nothing (autograd already returned that tensor's whole gradient for both).
+std::vector<at::Tensor> assign_gradients(const torch::nn::Module& module, const std::vector<at::Tensor>& outputs);
+
+/// Drops the gradients (rather than zeroing them: a traced gradient may be a view, e.g.
+/// a transposed mm result, which zero_grad cannot detach in place).
+void drop_gradients(const std::vector<at::Tensor>& params);
+
 struct DriverReport;
 struct StepReport;
 

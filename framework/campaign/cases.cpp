@@ -46,12 +46,8 @@ CaseGraph make_case(uint64_t case_seed, int64_t index, CaseSource source) {
 #endif
   std::vector<std::string> names = models::available_subjects();
   const std::string& name = names[static_cast<size_t>(index) % names.size()];
-  models::SubjectOptions options;
+  models::SubjectOptions options = models::suite_options(name);
   options.seed = case_seed;
-  if (name == "llama3") {
-    options.batch_size = 1;
-    options.seq_len = 16;
-  }
   auto subject = models::make_subject(name, options);
   trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), false);
   c.graph = std::shared_ptr<ir::Graph>(program.graph().clone().release());

@@ -3,8 +3,10 @@
 // side in one process on a fixed number of threads. Eager and traced runs alternate so
 // drift in machine speed hits both alike. Figures are medians.
 #include "framework/cli/commands.h"
+#include "framework/cli/check_common.h"
 #include "framework/io/files.h"
 
+#include "framework/check/pipeline.h"
 #include "framework/exec/executor.h"
 #include "framework/trace/tracer.h"
 #include "framework/version.h"
@@ -44,7 +46,11 @@ int run_bench(const BenchArgs& args) {
     if (args.repeats < 1 || args.warmup < 0) throw std::invalid_argument("--repeats must be >= 1 and --warmup >= 0");
     if (!args.json.empty()) io::check_writable(args.json, "--json report");
     at::set_num_threads(args.threads);
-    auto subject = models::make_subject(args.model, {});
+    models::SubjectOptions subject_options;
+    subject_options.batch_size = args.batch_size;
+    subject_options.seq_len = args.seq_len;
+    apply_model_variant(subject_options, args.n_layers, args.dtype, args.attention);
+    auto subject = models::make_subject(args.model, subject_options);
     std::vector<c10::IValue> batch = subject->batch(0);
 
     // Tracing time, real tensors and meta tensors.
@@ -102,8 +108,36 @@ int run_bench(const BenchArgs& args) {
     std::printf("  %-44s %10.2f us\n", "executor overhead per node (outside kernels)", per_node_us);
     std::printf("  %-44s %10.1f %%\n", "share of traced step inside operator calls", median(kernel_share) * 100);
 
+    nlohmann::json ac_json = nlohmann::json::object();
+    if (args.ac_memory) {
+      oracles::DriverOptions plain;
+      plain.model = args.model;
+      plain.subject = subject_options;
+      plain.steps = 1;
+      const int64_t no_ac = oracles::run_traced_vs_eager(plain).steps.at(0).traced_peak_bytes;
+      std::printf("  %-44s %10.1f MiB\n", "peak, traced graph without AC", static_cast<double>(no_ac) / (1 << 20));
+      ac_json["none"] = {{"traced_peak_bytes", no_ac}};
+      for (const char* policy : {"default", "eager", "full", "op"}) {
+        oracles::DriverOptions options = plain;
+        options.eager_checkpoint = eager_checkpoint_for(policy, std::nullopt);
+        const std::string pipeline = std::string("ac-regions,sac-tag{policy=") + policy + "},remat";
+        options.transform = [&pipeline](trace::TracedProgram& program) {
+          check::Pipeline::parse(pipeline).run(program.mutable_graph());
+        };
+        oracles::DriverReport report = oracles::run_traced_vs_eager(options);
+        const oracles::StepReport& step = report.steps.at(0);
+        std::printf("  %-44s %10.1f / %.1f MiB%s\n", (std::string("peak, AC ") + policy + ": traced+remat / eager").c_str(),
+                    static_cast<double>(step.traced_peak_bytes) / (1 << 20),
+                    static_cast<double>(step.eager_peak_bytes) / (1 << 20), report.equal() ? "" : "  (NOT bitwise)");
+        ac_json[policy] = {{"traced_peak_bytes", step.traced_peak_bytes},
+                           {"eager_peak_bytes", step.eager_peak_bytes},
+                           {"bitwise", report.equal()}};
+      }
+    }
+
     if (!args.json.empty()) {
       nlohmann::json j = {{"model", args.model},
+                          {"ac_memory", ac_json},
                           {"threads", args.threads},
                           {"repeats", args.repeats},
                           {"eager_step_ms", eager * 1e3},

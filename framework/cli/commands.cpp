@@ -73,12 +73,22 @@ int guarded(const char* command, const std::function<int()>& body) {
   return 2;
 }
 
+void apply_model_variant(models::SubjectOptions& options, int64_t n_layers, const std::string& dtype,
+                         const std::string& attention) {
+  options.n_layers = n_layers;
+  if (dtype == "float32") options.dtype = c10::ScalarType::Float;
+  else if (dtype == "bfloat16") options.dtype = c10::ScalarType::BFloat16;
+  else throw std::invalid_argument("--dtype " + dtype + " is unknown (known: float32, bfloat16)");
+  options.attention = attention;
+}
+
 int run_trace(const TraceArgs& args) {
   return guarded("trace", [&] {
     models::SubjectOptions options;
     options.seed = args.seed;
     options.batch_size = args.batch_size;
     options.seq_len = args.seq_len;
+    apply_model_variant(options, args.n_layers, args.dtype, args.attention);
     if (args.meta) options.device = c10::Device(c10::DeviceType::Meta);
     std::shared_ptr<ir::Graph> graph;
     std::string header = "# passcheck trace --model " + args.model + (args.meta ? " --meta" : "");
@@ -231,6 +241,7 @@ int run_check(const CheckArgs& args) {
     options.subject.batch_size = args.batch_size;
     options.subject.seq_len = args.seq_len;
     options.subject.device = parse_device(args.device);
+    apply_model_variant(options.subject, args.n_layers, args.dtype, args.attention);
 
     std::optional<check::Pipeline> pipeline;
     if (!args.pipeline.empty()) pipeline = check::Pipeline::parse(args.pipeline);
@@ -318,8 +329,23 @@ int run_passes(bool mutants, const std::optional<std::string>& pipeline) {
 }
 
 int run_models() {
-  for (const auto& name : models::available_subjects()) std::cout << name << "\n";
-  return 0;
+  return guarded("models", [&] {
+    // Built on meta: the counts cost no memory, even for qwen3_moe's 316 M parameters.
+    models::SubjectOptions meta;
+    meta.device = c10::Device(c10::DeviceType::Meta);
+    std::cout << "model         kind           parameters\n";
+    for (const auto& name : models::available_subjects()) {
+      auto subject = models::make_subject(name, meta);
+      int64_t count = 0;
+      for (const at::Tensor& p : oracles::optimizer_parameters(*subject->module())) count += p.numel();
+      const bool small = name == "mlp" || name == "two_matmul" || name == "dropout_mlp";
+      char line[128];
+      std::snprintf(line, sizeof line, "%-13s %-14s %10lld\n", name.c_str(), small ? "small program" : "debug model",
+                    static_cast<long long>(count));
+      std::cout << line;
+    }
+    return 0;
+  });
 }
 
 }  // namespace passcheck::cli

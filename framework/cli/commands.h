@@ -18,6 +18,10 @@ namespace CLI {
 class App;
 }
 
+namespace passcheck::models {
+struct SubjectOptions;
+}
+
 namespace passcheck::cli {
 
 /// Runs a subcommand's body under the exit-code contract: a pass failing the gate
@@ -38,7 +42,16 @@ struct TraceArgs {
   std::string parallel;
   std::string mesh;
   int64_t rank = -1;
+  /// Model variant: blocks (0: default), parameter dtype, deepseek_v3 attention.
+  int64_t n_layers = 0;
+  std::string dtype = "float32";
+  std::string attention;
 };
+
+/// Sets the model-variant options every model command shares: --layers, --dtype
+/// (float32 or bfloat16) and --attention (deepseek_v3: mla or mha).
+void apply_model_variant(models::SubjectOptions& options, int64_t n_layers, const std::string& dtype,
+                         const std::string& attention);
 /// The per-rank form of `trace` (run_trace calls it when --parallel is given).
 std::shared_ptr<ir::Graph> trace_rank_graph(const TraceArgs& args);
 int run_trace(const TraceArgs& args);
@@ -104,8 +117,11 @@ struct CheckArgs {
   std::string mesh;
   std::string backend = "sim";
   int64_t timeout_ms = 60000;
-  /// Transformer blocks of the language models (0: the model's default).
+  /// Transformer blocks of the language models (0: the model's default), parameter
+  /// dtype, deepseek_v3's attention (apply_model_variant).
   int64_t n_layers = 0;
+  std::string dtype = "float32";
+  std::string attention;
   /// deepseek_v3's per-expert capacity factor (oracles/models/deepseek_v3.h); 0 keeps
   /// dense dispatch, except under ep, which needs capacity dispatch and takes 1.
   /// Also train the sharded model against the single-rank model on the global batch
@@ -170,6 +186,13 @@ struct BenchArgs {
   std::string device = "cpu";
   /// Pipeline of the wrapped program (default: cudagraph{backend=<cudagraph>}).
   std::string pipeline;
+  /// Model variant (apply_model_variant).
+  int64_t n_layers = 0;
+  std::string dtype = "float32";
+  std::string attention;
+  /// Also measure the step's peak memory under each AC policy: traced graph + remat
+  /// against eager with the same checkpointing, and the traced graph without AC.
+  bool ac_memory = false;
 };
 int run_bench(const BenchArgs& args);
 /// The CUDA-graph form of `bench` (run_bench calls it when --cudagraph is given).

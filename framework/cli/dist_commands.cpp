@@ -63,7 +63,7 @@ models::SubjectOptions subject_options(const CheckArgs& args) {
   options.seed = args.seed;
   options.batch_size = args.batch_size;
   options.seq_len = args.seq_len;
-  options.n_layers = args.n_layers;
+  apply_model_variant(options, args.n_layers, args.dtype, args.attention);
   options.parallel.plan = args.parallel;
   options.parallel.mesh = args.mesh;
   options.moe_capacity_factor = args.moe_capacity_factor;

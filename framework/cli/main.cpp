@@ -57,6 +57,20 @@ const CLI::Validator kLearningRate(
 
 }  // namespace
 
+namespace {
+
+void add_model_variant_options(CLI::App* cmd, int64_t& n_layers, std::string& dtype, std::string& attention) {
+  cmd->add_option("--layers", n_layers, "Transformer blocks of the language models (0: the model's default)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}));
+  cmd->add_option("--dtype", dtype, "Parameter dtype: float32, or bfloat16 (the zoo models)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))
+      ->capture_default_str();
+  cmd->add_option("--attention", attention, "deepseek_v3 attention: mla (default) or mha")
+      ->check(CLI::IsMember({"mla", "mha"}));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace passcheck::cli;
   CLI::App app{"passcheck: verify graph passes over PyTorch training graphs bit for bit"};
@@ -76,6 +90,7 @@ int main(int argc, char** argv) {
   trace_cmd->add_option("--parallel", trace.parallel, "Trace one rank of the model parallelized this way: fsdp, tp, ep or a comma list");
   trace_cmd->add_option("--mesh", trace.mesh, "Device mesh of --parallel, e.g. dp=2,tp=2");
   trace_cmd->add_option("--rank", trace.rank, "The rank whose graph to trace (default 0)")->check(CLI::Range(0, 1 << 20));
+  add_model_variant_options(trace_cmd, trace.n_layers, trace.dtype, trace.attention);
 
   RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs");
@@ -129,8 +144,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--backend", check.backend, "Mesh backend: sim (ranks as threads) or gloo (a process per rank)")
       ->check(CLI::IsMember({"sim", "gloo"}))
       ->capture_default_str();
-  check_cmd->add_option("--layers", check.n_layers, "Transformer blocks of llama3 / deepseek_v3 (0: the model's default)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1024}));
+  add_model_variant_options(check_cmd, check.n_layers, check.dtype, check.attention);
   check_cmd->add_option("--capacity-factor", check.moe_capacity_factor,
                         "deepseek_v3 per-expert capacity factor (0: dense dispatch; ep takes 1)")
       ->check(CLI::Range(0.0, 64.0));
@@ -162,6 +176,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   bench_cmd->add_option("--pipeline", bench.pipeline, "Pipeline of the wrapped program for --cudagraph (default: cudagraph{backend=...})");
+  add_model_variant_options(bench_cmd, bench.n_layers, bench.dtype, bench.attention);
+  bench_cmd->add_flag("--ac-memory", bench.ac_memory,
+                      "Also measure peak memory per AC policy: traced+remat against eager with the same AC");
 
   ChunkArgs chunk;
   auto* chunk_cmd =

@@ -83,6 +83,11 @@ class Recorder {
     if (t.has_storage()) by_view_[view_key(t)] = v;
   }
 
+  ir::Value* lookup_impl(const at::Tensor& t) const {
+    auto it = by_impl_.find(t.unsafeGetTensorImpl());
+    return it == by_impl_.end() ? nullptr : it->second.value;
+  }
+
   ir::Value* lookup(const at::Tensor& t) const {
     auto it = by_impl_.find(t.unsafeGetTensorImpl());
     if (it != by_impl_.end()) return it->second.value;
@@ -509,7 +514,11 @@ TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& f
   for (size_t i = 0; i < state.tensors.size(); ++i) {
     const at::Tensor& t = state.tensors[i];
     ir::InputRole role = i < state.num_parameters ? ir::InputRole::Parameter : ir::InputRole::Buffer;
-    recorder.bind(t, graph->add_input(state.fqns[i], ir::ValueType::Tensor, meta_of(t), role));
+    ir::Value* input = graph->add_input(state.fqns[i], ir::ValueType::Tensor, meta_of(t), role);
+    // The same tensor registered under a second FQN: every use stays with the first
+    // FQN's input (the module cannot tell the two apart); the second input is unused.
+    // A tied weight whose FQNs hold separate tensors over one storage gets its own uses.
+    if (!recorder.lookup_impl(t)) recorder.bind(t, input);
   }
   std::vector<at::Tensor> arg_tensors;
   TreeSpec args_spec = flatten(c10::IValue(c10::ivalue::Tuple::create(example_args)), arg_tensors, "args");

@@ -4,16 +4,17 @@
 // the auxiliary-loss-free load balancing of DeepSeek-V3 (an expert bias that only
 // steers the choice of experts, updated between steps from the token counts).
 //
-// Two simplifications for the CPU build, both numerically self-consistent so the traced
-// graph and eager execution still run the same program:
-// - Attention is standard causal multi-head attention with rotary embeddings (the
-//   llama3 block from layers.h), not MLA's low-rank compressed KV.
-// - Dense dispatch: every routed expert runs on every token (bmm over the stacked
-//   expert weights) and the results are combined with a dense [tokens, experts] weight
-//   matrix that holds the gate weight of each chosen expert and 0 elsewhere. Upstream
-//   gathers each expert's tokens, whose counts depend on the data; here every shape is
-//   a function of batch and sequence only, so the step traces into one static graph
-//   (and into graphs at other batch sizes from which symbolic shapes are derived).
+// Attention is DeepSeek-V3's multi-head latent attention (attention.h; q_lora_rank 0,
+// kv_lora_rank 512, qk_nope 128, qk_rope 64, v_head 128), without YaRN scaling of the
+// rotary embedding. `attention = MultiHead` keeps the earlier simplification (standard
+// causal multi-head attention, the llama3 block), smaller and faster, for suites that
+// test something else.
+//
+// The MoE layer is the shared one (moe.h). Its dispatch here is dense by default: every
+// routed expert runs on every token (bmm over the stacked expert weights) and the
+// results are combined with a dense [tokens, experts] weight matrix that holds the gate
+// weight of each chosen expert and 0 elsewhere. `sparse_dispatch` selects the
+// dropless grouped dispatch of the other MoE models.
 //
 // Capacity dispatch (capacity_factor > 0; needed by expert parallelism, parallelize.h):
 // the T tokens of a step are split in capacity_groups equal groups of consecutive rows
@@ -31,9 +32,11 @@
 
 #include "oracles/models/subject.h"
 
-#include <ATen/core/Tensor.h>
+#include "oracles/models/moe.h"
 
 namespace passcheck::models {
+
+enum class DeepSeekAttention { Latent, MultiHead };
 
 struct DeepSeekV3Config {
   int64_t dim = 256;
@@ -49,46 +52,25 @@ struct DeepSeekV3Config {
   int64_t shared_expert_hidden = 512;
   double route_scale = 1.0;
   double load_balance_coeff = 1e-3;
-  /// Upstream DeepSeek-V3 values (its rotary embedding also applies YaRN scaling,
-  /// which the MHA simplification leaves out).
+  DeepSeekAttention attention = DeepSeekAttention::Latent;
+  int64_t kv_lora_rank = 512;
+  int64_t qk_nope_head_dim = 128;
+  int64_t qk_rope_head_dim = 64;
+  int64_t v_head_dim = 128;
+  /// Upstream DeepSeek-V3 values (its rotary embedding also applies YaRN scaling, left out).
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
   int64_t max_seq_len = 2048;
   int64_t batch_size = 4;
   int64_t seq_len = 64;
-  /// 0: dense dispatch (every expert on every token); > 0: capacity dispatch (above).
+  /// Dense (every expert on every token) unless capacity_factor > 0 (capacity) or
+  /// sparse is asked for.
+  bool sparse_dispatch = false;
   double capacity_factor = 0;
   int64_t capacity_groups = 1;
 };
 
 std::unique_ptr<TrainingSubject> make_deepseek_v3_subject(const SubjectOptions& options,
                                                           const DeepSeekV3Config& config = {});
-
-/// Token-choice top-k routing of one MoE layer.
-struct MoeRouting {
-  at::Tensor scores;           ///< [T, E] float32 softmax of the router logits
-  at::Tensor selected;         ///< [T, k] int64 chosen experts, by descending biased score
-  at::Tensor chosen;           ///< [T, E] float32 one-hot rows of the choices (k ones per token)
-  at::Tensor combine_weights;  ///< [T, E] gate weight of each chosen expert, 0 for the others
-};
-
-/// scores = softmax(logits in float32); experts chosen by top-k over scores +
-/// expert_bias (the bias steers the choice only); gate weights are the unbiased scores
-/// of the chosen experts times route_scale, no renormalisation over the k chosen.
-/// combine_weights holds exactly the values of scattering the gathered gate weights
-/// into zeros, computed as scores * chosen: its backward is a plain mul, whereas
-/// gather's backward is a LibTorch composite that records scatter_add_ on the CPU but
-/// scatter_add on the meta device, and meta and CPU tracing must record the same graph.
-MoeRouting route_tokens(const at::Tensor& router_logits, const at::Tensor& expert_bias, int64_t top_k,
-                        double route_scale);
-
-/// [E] float32: how many tokens chose each expert (the one-hot choices summed over
-/// tokens and k).
-at::Tensor expert_token_counts(const MoeRouting& routing);
-
-/// The load-balancing update made before each optimizer step, without gradient:
-/// delta = coeff * sign(mean(counts) - counts); delta -= mean(delta);
-/// expert_bias += delta; tokens_per_expert.zero_(). Under-used experts gain bias.
-void update_expert_bias(at::Tensor& expert_bias, at::Tensor& tokens_per_expert, double coeff);
 
 }  // namespace passcheck::models

@@ -15,8 +15,9 @@ namespace passcheck::models {
 
 using trace::call_module;
 
-LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, const at::TensorOptions& options) {
+LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, const at::TensorOptions& options, bool with_bias) {
   weight = register_parameter("weight", at::empty({out_features, in_features}, options));
+  if (with_bias) bias = register_parameter("bias", at::empty({out_features}, options));
 }
 
 at::Tensor TensorParallelism::enter(const at::Tensor& x) const {
@@ -27,7 +28,9 @@ at::Tensor TensorParallelism::leave(const at::Tensor& partial) const {
   return enabled() ? dist::wait_tensor(dist::all_reduce(partial, "sum", group)) : partial;
 }
 
-at::Tensor LinearImpl::forward(const at::Tensor& x) { return at::linear(x, param(weight)); }
+at::Tensor LinearImpl::forward(const at::Tensor& x) {
+  return bias.defined() ? at::linear(x, param(weight), param(bias)) : at::linear(x, param(weight));
+}
 
 EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim, const at::TensorOptions& options) {
   weight = register_parameter("weight", at::empty({num, dim}, options));

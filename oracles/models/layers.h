@@ -48,12 +48,12 @@ struct TensorParallelism {
   at::Tensor leave(const at::Tensor& partial) const;
 };
 
-/// y = x W^T, weight [out, in].
+/// y = x W^T (+ b), weight [out, in], bias [out] when `with_bias`.
 class LinearImpl : public torch::nn::Module, public ParameterUser {
  public:
-  LinearImpl(int64_t in_features, int64_t out_features, const at::TensorOptions& options);
+  LinearImpl(int64_t in_features, int64_t out_features, const at::TensorOptions& options, bool with_bias = false);
   at::Tensor forward(const at::Tensor& x);
-  at::Tensor weight;
+  at::Tensor weight, bias;
 };
 
 /// Row lookup into weight [num, dim].

@@ -5,6 +5,7 @@
 #include "oracles/models/llama3.h"
 
 #include "framework/trace/module_scope.h"
+#include "oracles/models/attention.h"
 #include "oracles/models/layers.h"
 #include "oracles/models/parallelize.h"
 
@@ -51,9 +52,9 @@ class Llama3Module : public torch::nn::Module {
     }
     norm = register_module("norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
     output = register_module("output", std::make_shared<LinearImpl>(c.dim, c.vocab_size, o));
-    auto [cos, sin] = rotary_tables(c.dim / c.n_heads, c.rope_theta, c.max_seq_len);
-    freqs_cos = register_buffer("freqs_cos", o.device().is_meta() ? at::empty(cos.sizes(), o) : cos.to(o.device()));
-    freqs_sin = register_buffer("freqs_sin", o.device().is_meta() ? at::empty(sin.sizes(), o) : sin.to(o.device()));
+    auto [cos, sin] = rotary_buffers(RopeStyle::InterleavedPairs, c.dim / c.n_heads, c.rope_theta, c.max_seq_len, o);
+    freqs_cos = register_buffer("freqs_cos", cos);
+    freqs_sin = register_buffer("freqs_sin", sin);
   }
 
   at::Tensor forward(const at::Tensor& tokens) {

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -213,14 +214,30 @@ ParameterSharding sharding_of(const std::string& fqn, const ParallelPlan& plan) 
   return s;
 }
 
+namespace {
+
+bool tied_already_sharded(const at::Tensor& p, const at::Tensor& shard) {
+  return p.storage().unsafeGetStorageImpl() == shard.storage().unsafeGetStorageImpl() && p.sizes() == shard.sizes();
+}
+
+}  // namespace
+
 void parallelize(torch::nn::Module& root, const ParallelPlan& plan) {
   auto access = std::make_shared<PlanAccess>();
   {
     torch::NoGradGuard no_grad;
+    // A tied parameter (one storage under several FQNs) keeps one shard: the later FQNs
+    // read the first one's storage again after sharding.
+    std::map<const c10::StorageImpl*, at::Tensor> shard_of_storage;
     for (auto& item : root.named_parameters(/*recurse=*/true)) {
       at::Tensor& p = item.value();
       ParameterSharding s = sharding_of(item.key(), plan);
-      p.set_data(local_shard(item.key(), p, s, plan));
+      const c10::StorageImpl* storage = p.storage().unsafeGetStorageImpl();
+      auto tied = shard_of_storage.find(storage);
+      at::Tensor shard = tied != shard_of_storage.end() ? tied->second : local_shard(item.key(), p, s, plan);
+      shard_of_storage.emplace(storage, shard);
+      shard_of_storage.emplace(shard.storage().unsafeGetStorageImpl(), shard);  // the same tensor registered twice
+      if (!tied_already_sharded(p, shard)) p.set_data(shard);
       if (plan.fsdp) {
         PlanAccess::Rule rule{PlanAccess::Kind::Unshard, "dp", plan.dp_size,
                               plan.fault == "fsdp-sum-gradient" ? "sum" : "avg"};

@@ -8,11 +8,13 @@
 #include "oracles/models/dropout_mlp.h"
 #include "oracles/models/layers.h"
 #include "oracles/models/llama3.h"
+#include "oracles/models/zoo.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace passcheck::models {
@@ -100,10 +102,32 @@ class TwoMatmulSubject : public TrainingSubject {
 }  // namespace
 
 std::vector<std::string> available_subjects() {
-  return {"mlp", "two_matmul", "llama3", "dropout_mlp", "deepseek_v3"};
+  std::vector<std::string> names{"mlp", "two_matmul", "llama3", "dropout_mlp", "deepseek_v3"};
+  for (const std::string& zoo : zoo_models()) names.push_back(zoo);
+  return names;
+}
+
+SubjectOptions suite_options(const std::string& name) {
+  SubjectOptions options;
+  const std::vector<std::string> zoo = zoo_models();
+  const bool is_zoo = std::find(zoo.begin(), zoo.end(), name) != zoo.end();
+  if (name == "llama3" || is_zoo) {
+    options.batch_size = 1;
+    options.seq_len = 16;
+  }
+  if (is_zoo) options.n_layers = name == "qwen3_moe" ? 1 : 2;
+  return options;
 }
 
 std::unique_ptr<TrainingSubject> make_subject(const std::string& name, const SubjectOptions& options) {
+  const std::vector<std::string> zoo = zoo_models();
+  if (std::find(zoo.begin(), zoo.end(), name) != zoo.end()) return make_zoo_subject(name, options);
+  if (options.dtype != c10::ScalarType::Float)
+    throw std::invalid_argument("model '" + name + "' is built in float32 only; a " +
+                                std::string(c10::toString(options.dtype)) + " variant exists for the zoo models (" +
+                                "qwen3, qwen3_moe, llama4, gpt_oss)");
+  if (!options.attention.empty() && name != "deepseek_v3")
+    throw std::invalid_argument("option attention='" + options.attention + "' is for deepseek_v3, not '" + name + "'");
   if (name == "mlp") return std::make_unique<MlpSubject>(options);
   if (name == "two_matmul") return std::make_unique<TwoMatmulSubject>(options);
   if (name == "llama3") return make_llama3_subject(options);

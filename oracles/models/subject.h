@@ -49,6 +49,12 @@ struct SubjectOptions {
   /// each with its own capacity (an EP rank is one group; single-rank runs compared with
   /// an ep-way run use ep groups). 0 keeps 1.
   int64_t moe_capacity_groups = 0;
+  /// Parameter dtype of the language models (Float; BFloat16 for the bf16 variants of
+  /// qwen3 and qwen3_moe). Buffers that count (MoE balancing) stay float32.
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  /// deepseek_v3's attention: "" or "mla" (multi-head latent attention), "mha" (the
+  /// standard multi-head simplification).
+  std::string attention;
   ParallelOptions parallel;
 };
 
@@ -76,8 +82,18 @@ class TrainingSubject {
   SubjectOptions options_;
 };
 
-/// Names accepted by make_subject: "mlp", "two_matmul", "llama3", "dropout_mlp", "deepseek_v3".
+/// Names accepted by make_subject: the small programs "mlp", "two_matmul", "dropout_mlp"
+/// and the seven debug models "llama3", "deepseek_v3", "qwen3", "qwen3_moe", "llama4",
+/// "gpt_oss" (zoo.h).
 std::vector<std::string> available_subjects();
+/// The sizes the suites that run every pass or pipeline on every model use (registry
+/// properties, cudagraph training, partition budgets, fuzz cases): llama3 at batch 1 x 16
+/// tokens; the zoo models at batch 1 x 16 tokens with two blocks (qwen3_moe one: a
+/// block is 39 M parameters), which keeps each model's distinctive layers (llama4: a NoPE
+/// dense block and a chunked-RoPE MoE block; gpt_oss: a sliding-window and a full block);
+/// the other models at their defaults. `passcheck check` trains the full sizes.
+SubjectOptions suite_options(const std::string& name);
+
 /// Builds a subject; throws std::invalid_argument for an unknown name, listing the known ones.
 std::unique_ptr<TrainingSubject> make_subject(const std::string& name, const SubjectOptions& options = {});
 

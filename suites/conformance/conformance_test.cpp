@@ -190,7 +190,7 @@ TEST(Conformance, MetaTraceEqualsCpuTrace) {
 TEST(Conformance, EveryModelTracesTheSameOnMetaAndCpu) {
   for (const std::string& name : models::available_subjects()) {
     SCOPED_TRACE(name);
-    models::SubjectOptions options;
+    models::SubjectOptions options = models::suite_options(name);
     options.batch_size = 2;
     options.seq_len = 16;
     auto subject = models::make_subject(name, options);

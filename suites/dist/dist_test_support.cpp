@@ -7,6 +7,9 @@
 
 #include <ATen/ATen.h>
 
+#include <gtest/gtest.h>
+
+#include <cstdio>
 #include <stdexcept>
 
 namespace passcheck::testing {
@@ -53,6 +56,29 @@ std::string run_ranks(const std::string& backend, const dist::DeviceMesh& mesh,
   for (const dist::RankOutcome& o : outcomes)
     if (!o.ok) errors += "rank " + std::to_string(o.rank) + ": " + o.error + "\n";
   return errors;
+}
+
+std::vector<oracles::RankDriverReport> traced_vs_eager_on_every_rank(const oracles::DriverOptions& options) {
+  dist::DeviceMesh mesh = dist::DeviceMesh::parse(options.subject.parallel.mesh);
+  std::vector<oracles::RankDriverReport> reports(mesh.world_size());
+  std::string errors = run_ranks("sim", mesh, [&](int64_t rank) {
+    reports[rank] = oracles::run_rank_traced_vs_eager(options);
+  });
+  EXPECT_EQ(errors, "");
+  return reports;
+}
+
+oracles::ShardedComparison sharded_vs_single_rank(const oracles::DriverOptions& options) {
+  dist::DeviceMesh mesh = dist::DeviceMesh::parse(options.subject.parallel.mesh);
+  oracles::ShardedComparison on_rank0;
+  std::string errors = run_ranks("sim", mesh, [&](int64_t rank) {
+    oracles::ShardedComparison c = oracles::compare_sharded_with_single_rank(options);
+    if (rank == 0) on_rank0 = c;
+  });
+  EXPECT_EQ(errors, "");
+  std::printf("%s %s on %s:\n%s", options.model.c_str(), options.subject.parallel.plan.c_str(),
+              options.subject.parallel.mesh.c_str(), on_rank0.format().c_str());
+  return on_rank0;
 }
 
 }  // namespace passcheck::testing

@@ -5,11 +5,13 @@
 #pragma once
 
 #include "framework/dist/mesh.h"
+#include "oracles/distributed_driver.h"
 #include "oracles/training_driver.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <functional>
+#include <vector>
 #include <string>
 
 namespace passcheck::testing {
@@ -28,5 +30,13 @@ oracles::DriverOptions small_parallel(const std::string& model, const std::strin
 /// failing ranks' errors.
 std::string run_ranks(const std::string& backend, const dist::DeviceMesh& mesh,
                       const std::function<void(int64_t rank)>& body);
+
+/// The per-rank traced-vs-eager driver on every rank of the sim mesh of
+/// `options.subject.parallel.mesh`; the reports by rank (a rank's error fails the test).
+std::vector<oracles::RankDriverReport> traced_vs_eager_on_every_rank(const oracles::DriverOptions& options);
+
+/// The sharded run against the single-rank model on the sim mesh (rank 0's comparison,
+/// printed).
+oracles::ShardedComparison sharded_vs_single_rank(const oracles::DriverOptions& options);
 
 }  // namespace passcheck::testing

@@ -29,30 +29,6 @@ oracles::DriverOptions small(const std::string& model, const std::string& plan, 
   return small_parallel(model, plan, mesh);
 }
 
-// Runs the per-rank traced-vs-eager driver on every rank; returns the reports by rank.
-std::vector<oracles::RankDriverReport> traced_vs_eager_on_every_rank(const DriverOptions& options) {
-  DeviceMesh mesh = DeviceMesh::parse(options.subject.parallel.mesh);
-  std::vector<oracles::RankDriverReport> reports(mesh.world_size());
-  std::string errors = run_ranks("sim", mesh, [&](int64_t rank) {
-    reports[rank] = oracles::run_rank_traced_vs_eager(options);
-  });
-  EXPECT_EQ(errors, "");
-  return reports;
-}
-
-oracles::ShardedComparison sharded_vs_single_rank(const DriverOptions& options) {
-  DeviceMesh mesh = DeviceMesh::parse(options.subject.parallel.mesh);
-  oracles::ShardedComparison on_rank0;
-  std::string errors = run_ranks("sim", mesh, [&](int64_t rank) {
-    oracles::ShardedComparison c = oracles::compare_sharded_with_single_rank(options);
-    if (rank == 0) on_rank0 = c;
-  });
-  EXPECT_EQ(errors, "");
-  std::printf("%s %s on %s:\n%s", options.model.c_str(), options.subject.parallel.plan.c_str(),
-              options.subject.parallel.mesh.c_str(), on_rank0.format().c_str());
-  return on_rank0;
-}
-
 void expect_every_rank(const std::vector<oracles::RankDriverReport>& reports, const CollectiveCounts& expected) {
   for (const auto& r : reports) {
     EXPECT_TRUE(r.driver.equal()) << "rank " << r.rank << "\n" << r.driver.format();

@@ -24,10 +24,8 @@ oracles::DriverReport train_with(const std::string& model, const std::string& pi
   options.steps = 5;
   options.optimizer = optimizer;
   options.after_step = std::move(after_step);
-  if (model == "llama3") {
-    options.subject.batch_size = 1;
-    options.subject.seq_len = 32;
-  }
+  options.subject = models::suite_options(model);
+  if (model == "llama3") options.subject.seq_len = 32;
   options.transform = [&](trace::TracedProgram& program) {
     oracles::apply_pipeline(program, check::Pipeline::parse(pipeline));
   };
@@ -64,9 +62,14 @@ TEST_P(EveryModel, JointGraphUnderTheWrapperTrainsBitwiseForFiveSteps) {
 TEST_P(EveryModel, PartitionedForwardAndBackwardUnderTheWrapperTrainBitwise) {
   oracles::DriverReport report = train_with(GetParam(), "partition-min-cut,cudagraph");
   expect_captured_training(report);
-  std::set<std::string> parts;
-  for (const auto& p : report.steps.back().captured) parts.insert(p.part);
-  EXPECT_TRUE(parts.count("forward") && parts.count("backward")) << report.format();
+  // Whole parts are captured, or, where the sparse MoE dispatch's grouped_mm reads its
+  // offsets on the host, the segments around those eager islands of each part.
+  bool forward = false, backward = false;
+  for (const auto& p : report.steps.back().captured) {
+    forward |= p.part == "forward" || p.part.rfind("forward_graph", 0) == 0;
+    backward |= p.part == "backward" || p.part.rfind("backward_graph", 0) == 0;
+  }
+  EXPECT_TRUE(forward && backward) << report.format();
 }
 
 INSTANTIATE_TEST_SUITE_P(Cudagraph, EveryModel, ::testing::ValuesIn(models::available_subjects()));

@@ -187,12 +187,33 @@ TEST(DeepSeekV3, TracingOnMetaRecordsTheSameGraphAsTracingOnTheCpu) {
   EXPECT_EQ(meta.graph().print(), real.graph().print());
 }
 
+models::RouterConfig top2(double route_scale) {
+  return {/*top_k=*/2, models::ScoreFunction::Softmax, /*renormalize=*/false, route_scale};
+}
+
+TEST(MoeRouter, RenormalisedAndSigmoidRoutersWeighTheChosenExpertsAsTheirModelsSay) {
+  at::Tensor logits = at::tensor({2.0f, 1.0f, 0.5f, 0.0f, 0.0f, 0.3f, 0.2f, 1.5f}).view({2, 4});
+  // qwen3_moe / gpt_oss: softmax, top-k weights renormalised over the chosen k.
+  models::MoeRouting renormalised =
+      models::route_tokens(logits, at::Tensor(), {2, models::ScoreFunction::Softmax, true, 1.0});
+  at::Tensor sums = renormalised.combine_weights.sum(-1);
+  EXPECT_TRUE(at::allclose(sums, at::ones({2}))) << sums;
+  at::Tensor scores = at::softmax(logits, -1);
+  at::Tensor top = scores.gather(-1, renormalised.selected);
+  at::Tensor expected = at::zeros({2, 4}).scatter(-1, renormalised.selected, top / top.sum(-1, true));
+  EXPECT_TRUE(at::allclose(renormalised.combine_weights, expected));
+  // llama4: sigmoid scores, top-1, the chosen expert's own sigmoid as its weight.
+  models::MoeRouting sigmoid = models::route_tokens(logits, at::Tensor(), {1, models::ScoreFunction::Sigmoid, false, 1.0});
+  EXPECT_TRUE(at::equal(sigmoid.selected, at::tensor({0, 3}, at::kLong).view({2, 1})));
+  EXPECT_TRUE(bitwise_equal(sigmoid.combine_weights.sum(-1), at::sigmoid(at::tensor({2.0f, 1.5f}))));
+}
+
 TEST(DeepSeekV3, TheExpertBiasChangesWhichExpertsAreChosenButNotTheGateWeights) {
   // Two tokens, four experts, top-2.
   at::Tensor logits = at::tensor({2.0f, 1.0f, 0.5f, 0.0f, 0.0f, 0.3f, 0.2f, 1.5f}).view({2, 4});
   at::Tensor scores = at::softmax(logits, -1);
-  models::MoeRouting plain = models::route_tokens(logits, at::zeros({4}), 2, 1.0);
-  models::MoeRouting biased = models::route_tokens(logits, at::tensor({0.0f, 0.0f, 1.0f, 0.0f}), 2, 1.0);
+  models::MoeRouting plain = models::route_tokens(logits, at::zeros({4}), top2(1.0));
+  models::MoeRouting biased = models::route_tokens(logits, at::tensor({0.0f, 0.0f, 1.0f, 0.0f}), top2(1.0));
 
   EXPECT_TRUE(at::equal(plain.selected, at::tensor({0, 1, 3, 1}, at::kLong).view({2, 2})));
   EXPECT_TRUE(at::equal(biased.selected, at::tensor({2, 0, 2, 3}, at::kLong).view({2, 2})));
@@ -206,7 +227,7 @@ TEST(DeepSeekV3, TheExpertBiasChangesWhichExpertsAreChosenButNotTheGateWeights) 
   EXPECT_TRUE(at::equal(biased.chosen, at::tensor({1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f}).view({2, 4})));
   EXPECT_TRUE(at::equal(models::expert_token_counts(biased), at::tensor({1.0f, 0.0f, 2.0f, 1.0f})));
   // route_scale scales the gate weights only.
-  models::MoeRouting scaled = models::route_tokens(logits, at::zeros({4}), 2, 2.5);
+  models::MoeRouting scaled = models::route_tokens(logits, at::zeros({4}), top2(2.5));
   EXPECT_TRUE(at::equal(scaled.selected, plain.selected));
   EXPECT_TRUE(at::allclose(scaled.combine_weights, plain.combine_weights * 2.5));
 }

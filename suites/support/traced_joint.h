@@ -12,7 +12,7 @@
 
 namespace passcheck::testing {
 
-/// A debug model's joint graph and inputs for it (llama3 shortened to batch 1, 16 tokens):
+/// A debug model's joint graph and inputs for it at models::suite_options sizes:
 /// the inputs are batch 1's, the graph was traced on batch 0.
 struct TracedJoint {
   std::shared_ptr<ir::Graph> graph;
@@ -23,12 +23,7 @@ inline const TracedJoint& traced_joint(const std::string& model) {
   static std::map<std::string, TracedJoint> cache;
   auto it = cache.find(model);
   if (it != cache.end()) return it->second;
-  models::SubjectOptions options;
-  if (model == "llama3") {
-    options.batch_size = 1;
-    options.seq_len = 16;
-  }
-  auto subject = models::make_subject(model, options);
+  auto subject = models::make_subject(model, models::suite_options(model));
   trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), false);
   TracedJoint m{program.shared_graph(), program.make_graph_inputs(subject->batch(1))};
   return cache.emplace(model, std::move(m)).first->second;
