@@ -158,17 +158,9 @@ class DeepSeekV3Subject : public TrainingSubject {
     return language_model_step(*model_, [this](const at::Tensor& tokens) { return model_->forward(tokens); }, args);
   }
   void before_optimizer_step() override {
+    // Every ep (or dp) rank counted its own tokens: the bias must follow the global counts.
     for (const auto& block : model_->blocks)
-      if (block->moe) {
-        // Every ep rank counted its own tokens: the bias must follow the global counts,
-        // so the buffers stay identical across ranks.
-        if (plan_ && plan_->ep) {
-          torch::NoGradGuard no_grad;
-          at::Tensor& counts = block->moe->tokens_per_expert;
-          counts.copy_(dist::wait_tensor(dist::all_reduce(counts, "sum", "ep")));
-        }
-        block->moe->update_bias();
-      }
+      if (block->moe) block->moe->update_bias(!plan_ || plan_->fault == "moe-local-counts" ? "" : plan_->ep ? "ep" : plan_->fsdp ? "dp" : "");
   }
 
  private:

@@ -85,11 +85,10 @@ at::Tensor ClampedSwiGLUExpertsImpl::run_grouped(const at::Tensor& rows, const a
                                                  const at::Tensor& experts) {
   // A row's bias is its expert's: one-hot rows times the stacked biases (an mm, whose
   // backward sums each expert's rows in a fixed order, unlike index_add with repeats).
-  const int64_t n_experts = mlp1_bias.size(0);
-  at::Tensor one_hot = experts.unsqueeze(1).eq(at::arange(n_experts, experts.options())).to(rows.scalar_type());
-  at::Tensor h = exec::grouped_mm(rows, param(mlp1_weight).transpose(1, 2), offsets) + at::mm(one_hot, param(mlp1_bias));
-  return exec::grouped_mm(clamped_swiglu(h), param(mlp2_weight).transpose(1, 2), offsets) +
-         at::mm(one_hot, param(mlp2_bias));
+  at::Tensor b1 = param(mlp1_bias), b2 = param(mlp2_bias);  // whole, also when stored as a shard
+  at::Tensor one_hot = experts.unsqueeze(1).eq(at::arange(b1.size(0), experts.options())).to(rows.scalar_type());
+  at::Tensor h = exec::grouped_mm(rows, param(mlp1_weight).transpose(1, 2), offsets) + at::mm(one_hot, b1);
+  return exec::grouped_mm(clamped_swiglu(h), param(mlp2_weight).transpose(1, 2), offsets) + at::mm(one_hot, b2);
 }
 
 // ---- the layer -------------------------------------------------------------------------
@@ -146,8 +145,13 @@ at::Tensor MoEImpl::forward(const std::string& fqn, const at::Tensor& x) {
   return routed.view(x.sizes());
 }
 
-void MoEImpl::update_bias() {
-  if (expert_bias.defined()) update_expert_bias(expert_bias, tokens_per_expert, config.load_balance_coeff);
+void MoEImpl::update_bias(const std::string& count_group) {
+  if (!expert_bias.defined()) return;
+  if (!count_group.empty()) {
+    torch::NoGradGuard no_grad;
+    tokens_per_expert.copy_(dist::wait_tensor(dist::all_reduce(tokens_per_expert, "sum", count_group)));
+  }
+  update_expert_bias(expert_bias, tokens_per_expert, config.load_balance_coeff);
 }
 
 at::Tensor MoEImpl::routed_dense(const std::string& fqn, const at::Tensor& tokens, const MoeRouting& routing) {

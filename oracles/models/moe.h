@@ -124,8 +124,10 @@ class MoEImpl : public torch::nn::Module {
   /// x [B, S, dim] -> [B, S, dim] (flattened here, not by the caller, so a chunking
   /// interceptor on this module sees batch and sequence as separate dimensions).
   at::Tensor forward(const std::string& fqn, const at::Tensor& x);
-  /// The balancing update (no-op without balancing).
-  void update_bias();
+  /// The balancing update (no-op without balancing). `count_group` (a mesh dim name, or
+  /// empty) first sums tokens_per_expert over the ranks that train other tokens (dp,
+  /// ep), so the bias follows the global counts and stays identical on every rank.
+  void update_bias(const std::string& count_group = "");
 
   MoeConfig config;
   /// Expert parallelism over mesh dim "ep" (1: none; capacity dispatch only).

@@ -161,9 +161,10 @@ std::optional<ParallelPlan> resolve_plan(const std::string& model, const Paralle
   plan.mesh = mesh.str();
   for (const auto& [name, size] : mesh.dims()) plan.mesh_dims.push_back(name);
   plan.fault = options.fault;
-  if (!plan.fault.empty() && plan.fault != "fsdp-sum-gradient" && plan.fault != "tp-no-copy-to-group")
+  if (!plan.fault.empty() && plan.fault != "fsdp-sum-gradient" && plan.fault != "tp-no-copy-to-group" &&
+      plan.fault != "moe-local-counts")
     throw std::invalid_argument("unknown parallel fault '" + plan.fault +
-                                "' (known: fsdp-sum-gradient, tp-no-copy-to-group)");
+                                "' (known: fsdp-sum-gradient, tp-no-copy-to-group, moe-local-counts)");
   std::vector<std::string> needed_dims;
   std::stringstream words(options.plan);
   std::string word;

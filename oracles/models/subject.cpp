@@ -116,6 +116,7 @@ SubjectOptions suite_options(const std::string& name) {
     options.seq_len = 16;
   }
   if (is_zoo) options.n_layers = name == "qwen3_moe" ? 1 : 2;
+  if (name == "deepseek_v3") options.n_layers = 2;  // a dense block and a MoE block
   return options;
 }
 

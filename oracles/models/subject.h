@@ -28,7 +28,9 @@ struct ParallelOptions {
   std::string mesh;
   /// Test-only deliberately wrong variants, to show the checks fail: "fsdp-sum-gradient"
   /// (the unshard's backward reduce-scatters with "sum" instead of "avg"),
-  /// "tp-no-copy-to-group" (column-parallel inputs skip Megatron's f). Empty: correct.
+  /// "tp-no-copy-to-group" (column-parallel inputs skip Megatron's f), "moe-local-counts"
+  /// (each rank moves its expert biases by its own token counts, not the global ones).
+  /// Empty: correct.
   std::string fault;
   bool enabled() const { return !plan.empty(); }
 };
@@ -91,7 +93,8 @@ std::vector<std::string> available_subjects();
 /// tokens; the zoo models at batch 1 x 16 tokens with two blocks (qwen3_moe one: a
 /// block is 39 M parameters), which keeps each model's distinctive layers (llama4: a NoPE
 /// dense block and a chunked-RoPE MoE block; gpt_oss: a sliding-window and a full block);
-/// the other models at their defaults. `passcheck check` trains the full sizes.
+/// deepseek_v3 with two blocks (its dense block and a MoE block); the small programs at
+/// their defaults. `passcheck check` trains the full sizes.
 SubjectOptions suite_options(const std::string& name);
 
 /// Builds a subject; throws std::invalid_argument for an unknown name, listing the known ones.

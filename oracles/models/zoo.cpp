@@ -198,8 +198,9 @@ class ZooSubject : public TrainingSubject {
     return language_model_step(*model_, [this](const at::Tensor& tokens) { return model_->forward(tokens); }, args);
   }
   void before_optimizer_step() override {
+    // Every dp rank counted its own tokens: the bias must follow the global counts.
     for (const auto& block : model_->blocks)
-      if (block->moe) block->moe->update_bias();
+      if (block->moe) block->moe->update_bias(!plan_ || plan_->fault == "moe-local-counts" ? "" : plan_->fsdp ? "dp" : "");
   }
 
  private:

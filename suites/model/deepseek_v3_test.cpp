@@ -277,8 +277,13 @@ TEST(DeepSeekV3, BuildsDeterministicallyWithTheDocumentedFqnsAndShapes) {
 
   std::map<std::string, std::vector<int64_t>> expected{
       {"tok_embeddings.weight", {2048, 256}},
-      {"layers.0.attention.wqkv.weight", {768, 256}},
-      {"layers.0.attention.wo.weight", {256, 256}},
+      // Multi-head latent attention: q 256 -> 16 x (128 + 64); kv latent 256 -> 512 + 64;
+      // 512 -> 16 x (128 + 128) keys and values; wo 16 x 128 -> 256.
+      {"layers.0.attention.wq.weight", {3072, 256}},
+      {"layers.0.attention.wkv_a.weight", {576, 256}},
+      {"layers.0.attention.kv_norm.weight", {512}},
+      {"layers.0.attention.wkv_b.weight", {4096, 512}},
+      {"layers.0.attention.wo.weight", {256, 2048}},
       {"layers.0.feed_forward.w1.weight", {1024, 256}},
       {"layers.0.feed_forward.w2.weight", {256, 1024}},
       {"layers.0.attention_norm.weight", {256}},
@@ -298,6 +303,11 @@ TEST(DeepSeekV3, BuildsDeterministicallyWithTheDocumentedFqnsAndShapes) {
     EXPECT_EQ(item.key().find("layers.1.feed_forward"), std::string::npos) << item.key();
   }
   EXPECT_TRUE(bitwise_equal(buffer_of(*a, "layers.1.moe.expert_bias"), at::zeros({kExperts})));
+  EXPECT_EQ(buffer_of(*a, "freqs_cos").sizes().vec(), (std::vector<int64_t>{2048, 32})) << "rope head dim 64";
+  models::SubjectOptions mha;
+  mha.attention = "mha";
+  EXPECT_EQ(parameter_of(*models::make_subject("deepseek_v3", mha), "layers.0.attention.wqkv.weight").sizes().vec(),
+            (std::vector<int64_t>{768, 256}));
 
   auto pa = a->module()->parameters(), pb = b->module()->parameters(), pc = c->module()->parameters();
   ASSERT_EQ(pa.size(), pb.size());

@@ -140,10 +140,10 @@ TEST(ZooTiedWeights, TheOptimizerStepsTheTiedParameterOnceWithTheSumOfBothGradie
 
   at::Tensor g_embedding = out.at(embedding_index + 1), g_output = out.at(output_index + 1);
   ASSERT_FALSE(at::equal(g_embedding, g_output)) << "each FQN's gradient covers its own uses";
-  // SGD's first step with momentum is p - lr * grad: one step with the summed gradient.
-  at::Tensor once = before - lr * (g_embedding + g_output);
+  // SGD's first step with momentum is p.add_(grad, -lr): one step with the summed gradient.
+  at::Tensor once = before.add(g_embedding + g_output, -lr);
   // A per-FQN optimizer would step the storage twice, once with each gradient.
-  at::Tensor twice = (before - lr * g_embedding) - lr * g_output;
+  at::Tensor twice = before.add(g_embedding, -lr).add(g_output, -lr);
   auto named = module.named_parameters(true);
   const at::Tensor& embedding = named["tok_embeddings.weight"];
   const at::Tensor& output = named["output.weight"];
