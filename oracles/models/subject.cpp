@@ -107,6 +107,12 @@ std::vector<std::string> available_subjects() {
   return names;
 }
 
+std::vector<std::string> debug_models() {
+  std::vector<std::string> names{"llama3", "deepseek_v3"};
+  for (const std::string& zoo : zoo_models()) names.push_back(zoo);
+  return names;
+}
+
 SubjectOptions suite_options(const std::string& name) {
   SubjectOptions options;
   const std::vector<std::string> zoo = zoo_models();

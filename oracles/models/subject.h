@@ -88,6 +88,8 @@ class TrainingSubject {
 /// and the seven debug models "llama3", "deepseek_v3", "qwen3", "qwen3_moe", "llama4",
 /// "gpt_oss" (zoo.h).
 std::vector<std::string> available_subjects();
+/// The seven debug models of the zoo (available_subjects() without the small programs).
+std::vector<std::string> debug_models();
 /// The sizes the suites that run every pass or pipeline on every model use (registry
 /// properties, cudagraph training, partition budgets, fuzz cases): llama3 at batch 1 x 16
 /// tokens; the zoo models at batch 1 x 16 tokens with two blocks (qwen3_moe one: a

@@ -7,6 +7,7 @@
 #include "generators/random_graph.h"
 #include "oracles/training_driver.h"
 #include "passes/partition/partition_passes.h"
+#include "suites/support/traced_joint.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -17,19 +18,7 @@
 namespace passcheck {
 namespace {
 
-const ir::Graph& traced_model(const std::string& model) {
-  static std::map<std::string, std::shared_ptr<ir::Graph>> cache;
-  auto it = cache.find(model);
-  if (it != cache.end()) return *it->second;
-  models::SubjectOptions options;
-  if (model == "llama3") {
-    options.batch_size = 1;
-    options.seq_len = 16;
-  }
-  auto subject = models::make_subject(model, options);
-  return *cache.emplace(model, oracles::trace_subject(*subject, subject->batch(0), false).shared_graph())
-              .first->second;
-}
+const ir::Graph& traced_model(const std::string& model) { return *testing::traced_joint(model).graph; }
 
 /// The budgets the monotonicity property tries, largest first.
 const std::vector<double>& budget_ladder() {

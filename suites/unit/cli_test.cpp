@@ -62,7 +62,7 @@ TEST(Cli, MissingGraphFileIsAClearError) {
 TEST(Cli, UnknownModelListsTheKnownOnes) {
   auto r = run_command(cli("check --model gpt5"));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("unknown model 'gpt5' (known: mlp, two_matmul, llama3, dropout_mlp, deepseek_v3)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unknown model 'gpt5' (known: mlp, two_matmul, llama3, dropout_mlp, deepseek_v3, qwen3, qwen3_moe, llama4, gpt_oss)"), std::string::npos) << r.output;
 }
 
 TEST(Cli, UnknownOptionAndOptimizerAreErrors) {

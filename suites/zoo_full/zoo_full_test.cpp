@@ -22,11 +22,6 @@ oracles::DriverReport train(const std::string& model, oracles::OptimizerKind opt
   return oracles::run_traced_vs_eager(options);
 }
 
-std::vector<std::string> seven_models() {
-  std::vector<std::string> names{"llama3", "deepseek_v3"};
-  for (const std::string& zoo : models::zoo_models()) names.push_back(zoo);
-  return names;
-}
 
 class FullSize : public ::testing::TestWithParam<std::string> {};
 
@@ -42,7 +37,7 @@ TEST_P(FullSize, AdamTracedOnMetaIsBitwiseOverFiveSteps) {
   EXPECT_TRUE(report.equal()) << report.format();
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, FullSize, ::testing::ValuesIn(seven_models()));
+INSTANTIATE_TEST_SUITE_P(Zoo, FullSize, ::testing::ValuesIn(models::debug_models()));
 
 class FullSizeLongSequence : public ::testing::TestWithParam<std::string> {};
 
