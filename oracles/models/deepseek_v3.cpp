@@ -7,6 +7,7 @@
 #include "framework/trace/module_scope.h"
 #include "framework/dist/collectives.h"
 #include "oracles/models/attention.h"
+#include "oracles/models/decoder.h"
 #include "oracles/models/layers.h"
 #include "oracles/models/parallelize.h"
 
@@ -19,8 +20,6 @@
 namespace passcheck::models {
 
 namespace {
-
-using trace::call_module;
 
 MoeConfig moe_config(const DeepSeekV3Config& c) {
   MoeConfig m;
@@ -66,20 +65,15 @@ class TransformerBlockImpl : public torch::nn::Module {
     ffn_norm = register_module("ffn_norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
   }
   at::Tensor forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    at::Tensor normed =
-        call_module(fqn + ".attention_norm", x, [this](const at::Tensor& in) { return attention_norm->forward(in); });
-    at::Tensor h = x + call_module(fqn + ".attention", normed, [this, fqn, cos, sin](const at::Tensor& in) {
-                     return latent_attention ? latent_attention->forward(fqn + ".attention", in, cos, sin)
-                                             : attention->forward(fqn + ".attention", in, cos, sin);
-                   });
-    at::Tensor normed2 =
-        call_module(fqn + ".ffn_norm", h, [this](const at::Tensor& in) { return ffn_norm->forward(in); });
+    SubmoduleForward attend = [this, cos, sin](const std::string& name, const at::Tensor& in) {
+      return latent_attention ? latent_attention->forward(name, in, cos, sin) : attention->forward(name, in, cos, sin);
+    };
     if (moe)
-      return h + call_module(fqn + ".moe", normed2,
-                             [this, fqn](const at::Tensor& in) { return moe->forward(fqn + ".moe", in); });
-    return h + call_module(fqn + ".feed_forward", normed2, [this, fqn](const at::Tensor& in) {
-             return feed_forward->forward(fqn + ".feed_forward", in);
-           });
+      return pre_norm_block_forward(fqn, x, *attention_norm, attend, *ffn_norm, "moe",
+                                    [this](const std::string& name, const at::Tensor& in) { return moe->forward(name, in); });
+    return pre_norm_block_forward(
+        fqn, x, *attention_norm, attend, *ffn_norm, "feed_forward",
+        [this](const std::string& name, const at::Tensor& in) { return feed_forward->forward(name, in); });
   }
   std::shared_ptr<CausalSelfAttentionImpl> attention;               // MultiHead only
   std::shared_ptr<MultiHeadLatentAttentionImpl> latent_attention;  // Latent only
@@ -88,85 +82,38 @@ class TransformerBlockImpl : public torch::nn::Module {
   std::shared_ptr<RMSNormImpl> attention_norm, ffn_norm;
 };
 
-class DeepSeekV3Module : public torch::nn::Module {
+class DeepSeekV3Subject : public LanguageModelSubject<TransformerBlockImpl> {
  public:
-  DeepSeekV3Module(const DeepSeekV3Config& c, const at::TensorOptions& o) {
-    tok_embeddings = register_module("tok_embeddings", std::make_shared<EmbeddingImpl>(c.vocab_size, c.dim, o));
-    layers = register_module("layers", torch::nn::ModuleList());
-    for (int64_t i = 0; i < c.n_layers; ++i) {
-      blocks.push_back(std::make_shared<TransformerBlockImpl>(c, /*dense=*/i < c.n_dense_layers, o));
-      layers->push_back(blocks.back());
-    }
-    norm = register_module("norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
-    output = register_module("output", std::make_shared<LinearImpl>(c.dim, c.vocab_size, o));
-    // Buffers, so the traced graph lifts the tables by FQN instead of baking constants.
-    const int64_t rotary_dim = c.attention == DeepSeekAttention::Latent ? c.qk_rope_head_dim : c.dim / c.n_heads;
-    auto [cos, sin] = rotary_buffers(RopeStyle::InterleavedPairs, rotary_dim, c.rope_theta, c.max_seq_len, o);
-    freqs_cos = register_buffer("freqs_cos", cos);
-    freqs_sin = register_buffer("freqs_sin", sin);
-  }
-
-  at::Tensor forward(const at::Tensor& tokens) {
-    auto block = [this](size_t i) -> BlockForward {
-      return [b = blocks[i]](const std::string& fqn, const at::Tensor& h, const at::Tensor& cos, const at::Tensor& sin) {
-        return b->forward(fqn, h, cos, sin);
-      };
-    };
-    return decoder_forward(tokens, *tok_embeddings, blocks.size(), block, *norm, *output, freqs_cos, freqs_sin);
-  }
-
-  std::shared_ptr<EmbeddingImpl> tok_embeddings;
-  torch::nn::ModuleList layers;
-  std::vector<std::shared_ptr<TransformerBlockImpl>> blocks;
-  std::shared_ptr<RMSNormImpl> norm;
-  std::shared_ptr<LinearImpl> output;
-  at::Tensor freqs_cos, freqs_sin;
-};
-
-class DeepSeekV3Subject : public TrainingSubject {
- public:
-  DeepSeekV3Subject(SubjectOptions o, DeepSeekV3Config c) : TrainingSubject(std::move(o)), config_(c) {
-    if (options_.batch_size) config_.batch_size = options_.batch_size;
-    if (options_.seq_len) config_.seq_len = options_.seq_len;
-    if (options_.n_layers) config_.n_layers = options_.n_layers;
-    if (options_.moe_capacity_factor) config_.capacity_factor = options_.moe_capacity_factor;
-    if (options_.moe_capacity_groups) config_.capacity_groups = options_.moe_capacity_groups;
-    if (options_.attention == "mha") config_.attention = DeepSeekAttention::MultiHead;
+  DeepSeekV3Subject(SubjectOptions o, DeepSeekV3Config c) : LanguageModelSubject(std::move(o)) {
+    if (options_.batch_size) c.batch_size = options_.batch_size;
+    if (options_.seq_len) c.seq_len = options_.seq_len;
+    if (options_.n_layers) c.n_layers = options_.n_layers;
+    if (options_.moe_capacity_factor) c.capacity_factor = options_.moe_capacity_factor;
+    if (options_.moe_capacity_groups) c.capacity_groups = options_.moe_capacity_groups;
+    if (options_.attention == "mha") c.attention = DeepSeekAttention::MultiHead;
     else if (!options_.attention.empty() && options_.attention != "mla")
       throw std::invalid_argument("deepseek_v3 attention '" + options_.attention + "' is unknown (known: mla, mha)");
     plan_ = resolve_plan("deepseek_v3", options_.parallel, {"fsdp", "ep"});
-    if (plan_ && plan_->ep && config_.capacity_factor <= 0)
+    if (plan_ && plan_->ep && c.capacity_factor <= 0)
       throw std::invalid_argument("deepseek_v3 with ep needs capacity dispatch: set moe_capacity_factor > 0");
-    model_ = std::make_shared<DeepSeekV3Module>(config_, at::TensorOptions().device(options_.device));
-    init_parameters(*model_, options_.seed);
-    if (plan_) {
-      parallelize(*model_, *plan_);
+    const at::TensorOptions to = at::TensorOptions().device(options_.device);
+    std::vector<std::shared_ptr<TransformerBlockImpl>> blocks;
+    for (int64_t i = 0; i < c.n_layers; ++i)
+      blocks.push_back(std::make_shared<TransformerBlockImpl>(c, /*dense=*/i < c.n_dense_layers, to));
+    const int64_t rotary_dim = c.attention == DeepSeekAttention::Latent ? c.qk_rope_head_dim : c.dim / c.n_heads;
+    install_model(std::make_shared<DecoderModule<TransformerBlockImpl>>(
+                      c.vocab_size, c.dim, c.norm_eps, std::move(blocks),
+                      rotary_buffers(RopeStyle::InterleavedPairs, rotary_dim, c.rope_theta, c.max_seq_len, to), to),
+                  {c.batch_size, c.seq_len, c.vocab_size});
+    if (plan_)
       for (const auto& block : model_->blocks)
         if (block->moe) block->moe->ep_size = plan_->ep_size;
-    }
   }
   std::string name() const override { return "deepseek_v3"; }
-  std::shared_ptr<torch::nn::Module> module() const override { return model_; }
-  std::vector<c10::IValue> batch(int64_t step) const override {
-    return rank_token_batch(plan_, options_.seed, step, config_.batch_size, config_.seq_len, config_.vocab_size,
-                            options_.device);
-  }
-  std::map<std::string, std::vector<std::string>> placements() const override {
-    return plan_ ? placements_of(*model_, *plan_) : std::map<std::string, std::vector<std::string>>{};
-  }
-  c10::IValue train_step(const std::vector<c10::IValue>& args) override {
-    return language_model_step(*model_, [this](const at::Tensor& tokens) { return model_->forward(tokens); }, args);
-  }
   void before_optimizer_step() override {
-    // Every ep (or dp) rank counted its own tokens: the bias must follow the global counts.
     for (const auto& block : model_->blocks)
-      if (block->moe) block->moe->update_bias(!plan_ || plan_->fault == "moe-local-counts" ? "" : plan_->ep ? "ep" : plan_->fsdp ? "dp" : "");
+      if (block->moe) block->moe->update_bias(expert_count_group());
   }
-
- private:
-  DeepSeekV3Config config_;
-  std::optional<ParallelPlan> plan_;
-  std::shared_ptr<DeepSeekV3Module> model_;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "oracles/models/zoo.h"
 
 #include "framework/trace/module_scope.h"
+#include "oracles/models/decoder.h"
 #include "oracles/models/parallelize.h"
 
 #include <ATen/ATen.h>
@@ -12,8 +13,6 @@
 namespace passcheck::models {
 
 namespace {
-
-using trace::call_module;
 
 AttentionConfig qwen3_attention() {
   AttentionConfig a;
@@ -108,19 +107,15 @@ class ZooBlockImpl : public torch::nn::Module {
     ffn_norm = register_module("ffn_norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
   }
   at::Tensor forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    at::Tensor normed =
-        call_module(fqn + ".attention_norm", x, [this](const at::Tensor& in) { return attention_norm->forward(in); });
-    at::Tensor h = x + call_module(fqn + ".attention", normed, [this, fqn, cos, sin](const at::Tensor& in) {
-                     return attention->forward(fqn + ".attention", in, cos, sin);
-                   });
-    at::Tensor normed2 =
-        call_module(fqn + ".ffn_norm", h, [this](const at::Tensor& in) { return ffn_norm->forward(in); });
+    SubmoduleForward attend = [this, cos, sin](const std::string& name, const at::Tensor& in) {
+      return attention->forward(name, in, cos, sin);
+    };
     if (moe)
-      return h + call_module(fqn + ".moe", normed2,
-                             [this, fqn](const at::Tensor& in) { return moe->forward(fqn + ".moe", in); });
-    return h + call_module(fqn + ".feed_forward", normed2, [this, fqn](const at::Tensor& in) {
-             return feed_forward->forward(fqn + ".feed_forward", in);
-           });
+      return pre_norm_block_forward(fqn, x, *attention_norm, attend, *ffn_norm, "moe",
+                                    [this](const std::string& name, const at::Tensor& in) { return moe->forward(name, in); });
+    return pre_norm_block_forward(
+        fqn, x, *attention_norm, attend, *ffn_norm, "feed_forward",
+        [this](const std::string& name, const at::Tensor& in) { return feed_forward->forward(name, in); });
   }
   std::shared_ptr<AttentionImpl> attention;
   std::shared_ptr<SwiGLUFeedForwardImpl> feed_forward;  // dense layers only
@@ -128,85 +123,34 @@ class ZooBlockImpl : public torch::nn::Module {
   std::shared_ptr<RMSNormImpl> attention_norm, ffn_norm;
 };
 
-class ZooModule : public torch::nn::Module {
+class ZooSubject : public LanguageModelSubject<ZooBlockImpl> {
  public:
-  ZooModule(const ZooConfig& c, const at::TensorOptions& o) {
-    tok_embeddings = register_module("tok_embeddings", std::make_shared<EmbeddingImpl>(c.vocab_size, c.dim, o));
-    layers = register_module("layers", torch::nn::ModuleList());
-    for (const ZooLayer& l : c.layers) {
-      blocks.push_back(std::make_shared<ZooBlockImpl>(c, l, o));
-      layers->push_back(blocks.back());
-    }
-    norm = register_module("norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
-    output = register_module("output", std::make_shared<LinearImpl>(c.dim, c.vocab_size, o));
-    auto [cos, sin] = rotary_buffers(c.rope, c.rope_head_dim, c.rope_theta, c.max_seq_len, o);
-    freqs_cos = register_buffer("freqs_cos", cos);
-    freqs_sin = register_buffer("freqs_sin", sin);
-  }
-
-  /// The output projection reads the embedding's storage from now on (both stay
-  /// parameters under their own FQN, as upstream's tracer lifts tied weights).
-  void tie_embeddings() {
-    torch::NoGradGuard no_grad;
-    output->weight.set_data(tok_embeddings->weight);
-  }
-
-  at::Tensor forward(const at::Tensor& tokens) {
-    auto block = [this](size_t i) -> BlockForward {
-      return [b = blocks[i]](const std::string& fqn, const at::Tensor& h, const at::Tensor& cos, const at::Tensor& sin) {
-        return b->forward(fqn, h, cos, sin);
-      };
-    };
-    return decoder_forward(tokens, *tok_embeddings, blocks.size(), block, *norm, *output, freqs_cos, freqs_sin);
-  }
-
-  std::shared_ptr<EmbeddingImpl> tok_embeddings;
-  torch::nn::ModuleList layers;
-  std::vector<std::shared_ptr<ZooBlockImpl>> blocks;
-  std::shared_ptr<RMSNormImpl> norm;
-  std::shared_ptr<LinearImpl> output;
-  at::Tensor freqs_cos, freqs_sin;
-};
-
-class ZooSubject : public TrainingSubject {
- public:
-  ZooSubject(SubjectOptions o, ZooConfig c) : TrainingSubject(std::move(o)), config_(std::move(c)) {
-    if (options_.batch_size) config_.batch_size = options_.batch_size;
-    if (options_.seq_len) config_.seq_len = options_.seq_len;
-    if (config_.seq_len > config_.max_seq_len)
-      throw std::invalid_argument(config_.name + ": sequence length " + std::to_string(config_.seq_len) +
-                                  " exceeds the rotary tables' " + std::to_string(config_.max_seq_len));
+  ZooSubject(SubjectOptions o, ZooConfig c) : LanguageModelSubject(std::move(o)), name_(c.name) {
+    if (options_.batch_size) c.batch_size = options_.batch_size;
+    if (options_.seq_len) c.seq_len = options_.seq_len;
+    if (c.seq_len > c.max_seq_len)
+      throw std::invalid_argument(c.name + ": sequence length " + std::to_string(c.seq_len) +
+                                  " exceeds the rotary tables' " + std::to_string(c.max_seq_len));
     if (!options_.attention.empty())
-      throw std::invalid_argument(config_.name + " has one attention; option attention='" + options_.attention +
+      throw std::invalid_argument(c.name + " has one attention; option attention='" + options_.attention +
                                   "' is for deepseek_v3");
-    plan_ = resolve_plan(config_.name, options_.parallel, {"fsdp"});
-    model_ = std::make_shared<ZooModule>(config_, at::TensorOptions().device(options_.device).dtype(options_.dtype));
-    init_parameters(*model_, options_.seed);
-    if (config_.tied_embeddings) model_->tie_embeddings();
-    if (plan_) parallelize(*model_, *plan_);
+    plan_ = resolve_plan(c.name, options_.parallel, {"fsdp"});
+    const at::TensorOptions to = at::TensorOptions().device(options_.device).dtype(options_.dtype);
+    std::vector<std::shared_ptr<ZooBlockImpl>> blocks;
+    for (const ZooLayer& l : c.layers) blocks.push_back(std::make_shared<ZooBlockImpl>(c, l, to));
+    install_model(std::make_shared<DecoderModule<ZooBlockImpl>>(
+                      c.vocab_size, c.dim, c.norm_eps, std::move(blocks),
+                      rotary_buffers(c.rope, c.rope_head_dim, c.rope_theta, c.max_seq_len, to), to),
+                  {c.batch_size, c.seq_len, c.vocab_size}, c.tied_embeddings);
   }
-  std::string name() const override { return config_.name; }
-  std::shared_ptr<torch::nn::Module> module() const override { return model_; }
-  std::vector<c10::IValue> batch(int64_t step) const override {
-    return rank_token_batch(plan_, options_.seed, step, config_.batch_size, config_.seq_len, config_.vocab_size,
-                            options_.device);
-  }
-  std::map<std::string, std::vector<std::string>> placements() const override {
-    return plan_ ? placements_of(*model_, *plan_) : std::map<std::string, std::vector<std::string>>{};
-  }
-  c10::IValue train_step(const std::vector<c10::IValue>& args) override {
-    return language_model_step(*model_, [this](const at::Tensor& tokens) { return model_->forward(tokens); }, args);
-  }
+  std::string name() const override { return name_; }
   void before_optimizer_step() override {
-    // Every dp rank counted its own tokens: the bias must follow the global counts.
     for (const auto& block : model_->blocks)
-      if (block->moe) block->moe->update_bias(!plan_ || plan_->fault == "moe-local-counts" ? "" : plan_->fsdp ? "dp" : "");
+      if (block->moe) block->moe->update_bias(expert_count_group());
   }
 
  private:
-  ZooConfig config_;
-  std::optional<ParallelPlan> plan_;
-  std::shared_ptr<ZooModule> model_;
+  std::string name_;
 };
 
 }  // namespace
