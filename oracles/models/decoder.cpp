@@ -18,4 +18,15 @@ at::Tensor pre_norm_block_forward(const std::string& fqn, const at::Tensor& x, R
   return h + call_module(ffn_fqn, normed2, [ffn = std::move(ffn), ffn_fqn](const at::Tensor& in) { return ffn(ffn_fqn, in); });
 }
 
+at::Tensor moe_or_dense_block_forward(const std::string& fqn, const at::Tensor& x, RMSNormImpl& attention_norm,
+                                      SubmoduleForward attention, RMSNormImpl& ffn_norm, MoEImpl* moe,
+                                      SwiGLUFeedForwardImpl* feed_forward) {
+  if (moe)
+    return pre_norm_block_forward(fqn, x, attention_norm, std::move(attention), ffn_norm, "moe",
+                                  [moe](const std::string& name, const at::Tensor& in) { return moe->forward(name, in); });
+  return pre_norm_block_forward(
+      fqn, x, attention_norm, std::move(attention), ffn_norm, "feed_forward",
+      [feed_forward](const std::string& name, const at::Tensor& in) { return feed_forward->forward(name, in); });
+}
+
 }  // namespace passcheck::models

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "oracles/models/layers.h"
+#include "oracles/models/moe.h"
 #include "oracles/models/parallelize.h"
 #include "oracles/models/subject.h"
 
@@ -29,6 +30,12 @@ using SubmoduleForward = std::function<at::Tensor(const std::string& fqn, const 
 at::Tensor pre_norm_block_forward(const std::string& fqn, const at::Tensor& x, RMSNormImpl& attention_norm,
                                   SubmoduleForward attention, RMSNormImpl& ffn_norm, const std::string& ffn_name,
                                   SubmoduleForward ffn);
+
+/// pre_norm_block_forward through the block's MoE layer ("moe") when it has one, else its
+/// dense feed-forward ("feed_forward"); the block keeps the modules alive.
+at::Tensor moe_or_dense_block_forward(const std::string& fqn, const at::Tensor& x, RMSNormImpl& attention_norm,
+                                      SubmoduleForward attention, RMSNormImpl& ffn_norm, MoEImpl* moe,
+                                      SwiGLUFeedForwardImpl* feed_forward);
 
 /// The decoder module: "tok_embeddings", "layers.N" (the blocks), "norm", "output", and
 /// the rotary tables as buffers "freqs_cos"/"freqs_sin" so a traced graph lifts them by

@@ -110,12 +110,7 @@ class ZooBlockImpl : public torch::nn::Module {
     SubmoduleForward attend = [this, cos, sin](const std::string& name, const at::Tensor& in) {
       return attention->forward(name, in, cos, sin);
     };
-    if (moe)
-      return pre_norm_block_forward(fqn, x, *attention_norm, attend, *ffn_norm, "moe",
-                                    [this](const std::string& name, const at::Tensor& in) { return moe->forward(name, in); });
-    return pre_norm_block_forward(
-        fqn, x, *attention_norm, attend, *ffn_norm, "feed_forward",
-        [this](const std::string& name, const at::Tensor& in) { return feed_forward->forward(name, in); });
+    return moe_or_dense_block_forward(fqn, x, *attention_norm, std::move(attend), *ffn_norm, moe.get(), feed_forward.get());
   }
   std::shared_ptr<AttentionImpl> attention;
   std::shared_ptr<SwiGLUFeedForwardImpl> feed_forward;  // dense layers only
