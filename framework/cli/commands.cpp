@@ -306,8 +306,9 @@ int run_check(const CheckArgs& args) {
         report::MemoryTimeline timeline = estimate_timeline("live bytes per node, traced graph before vs after the pipeline (static estimate)", series);
         if (driver && !driver->steps.empty()) {
           const oracles::StepReport& last = driver->steps.back();
-          timeline.notes.push_back("measured at step " + std::to_string(last.step) + ": eager peak " + mib(last.eager_peak_bytes) +
-                                   ", traced peak " + mib(last.traced_peak_bytes));
+          timeline.notes.push_back("measured at step " + std::to_string(last.step) + ": eager peak " +
+                                   report::short_bytes(last.eager_peak_bytes) + ", traced peak " +
+                                   report::short_bytes(last.traced_peak_bytes));
         }
         html.add_memory_timeline(std::move(timeline));
       }

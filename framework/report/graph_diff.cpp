@@ -15,6 +15,7 @@ const char* to_string(Change change) {
     case Change::Added: return "added";
     case Change::Removed: return "removed";
     case Change::Rewired: return "rewired";
+    case Change::Retagged: return "retagged";
   }
   return "?";
 }
@@ -27,7 +28,8 @@ size_t GraphDiff::count(Change change) const {
 
 bool GraphDiff::unchanged() const {
   return interface_changes.empty() && count(Change::Added) == 0 && count(Change::Removed) == 0 &&
-         count(Change::Rewired) == 0;
+         count(Change::Rewired) == 0 &&
+         count(Change::Retagged) == 0;
 }
 
 namespace {
@@ -89,7 +91,10 @@ GraphDiff diff_graphs(const ir::Graph& before, const ir::Graph& after) {
     }
     matched[key] = true;
     std::vector<std::string> was = operand_names(*it->second), now = operand_names(*node);
-    NodeChange c = describe(*node, key, was == now ? Change::Kept : Change::Rewired);
+    const Change change = was != now                                 ? Change::Rewired
+                          : it->second->meta() == node->meta() ? Change::Kept
+                                                               : Change::Retagged;
+    NodeChange c = describe(*node, key, change);
     c.operands_before = std::move(was);
     c.operands_after = std::move(now);
     diff.nodes.push_back(std::move(c));

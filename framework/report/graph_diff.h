@@ -16,8 +16,8 @@ class Graph;
 namespace passcheck::report {
 
 /// What a pass did to one node.
-enum class Change { Kept, Added, Removed, Rewired };
-/// "kept", "added", "removed", "rewired".
+enum class Change { Kept, Added, Removed, Rewired, Retagged };
+/// "kept", "added", "removed", "rewired", "retagged".
 const char* to_string(Change change);
 
 /// One node of either graph and how it changed.
@@ -43,7 +43,7 @@ struct GraphDiff {
   /// Graph outputs whose value changed: "output 2: %a -> %b"; inputs "only before: %x".
   std::vector<std::string> interface_changes;
   size_t count(Change change) const;
-  /// No node added, removed or rewired and no interface change.
+  /// No node added, removed, rewired or retagged and no interface change.
   bool unchanged() const;
 };
 

@@ -23,7 +23,7 @@ code, pre, .mono { font-family: monospace; font-size: 0.92em; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { border: 1px solid #d0d0d0; padding: 2px 8px; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
-tr.added td { background: #e2f5e2; } tr.removed td { background: #f9e0e0; } tr.rewired td { background: #fdf3d0; }
+tr.added td { background: #e2f5e2; } tr.removed td { background: #f9e0e0; } tr.rewired td { background: #fdf3d0; } tr.retagged td { background: #e6eefa; }
 td.equal { color: #2f7a2f; } td.differs { color: #b43c3c; font-weight: bold; }
 details { margin: 0.2em 0 0.2em 1em; } summary { cursor: pointer; }
 .counts span { margin-right: 1em; }
@@ -151,7 +151,8 @@ std::string render_diff(const GraphDiff& diff) {
                      std::to_string(diff.nodes_after) + "</span><span class=\"added\">added " +
                      std::to_string(diff.count(Change::Added)) + "</span><span class=\"removed\">removed " +
                      std::to_string(diff.count(Change::Removed)) + "</span><span class=\"rewired\">rewired " +
-                     std::to_string(diff.count(Change::Rewired)) + "</span><span>kept " +
+                     std::to_string(diff.count(Change::Rewired)) + "</span><span class=\"retagged\">retagged " +
+                     std::to_string(diff.count(Change::Retagged)) + "</span><span>kept " +
                      std::to_string(diff.count(Change::Kept)) + "</span></p>";
   for (const std::string& change : diff.interface_changes) html += "<div class=\"mono\">" + escape(change) + "</div>";
   // Regions in first-seen order: module FQN, then phase.
@@ -164,13 +165,14 @@ std::string render_diff(const GraphDiff& diff) {
   }
   for (const std::string& region : order) {
     const auto& nodes = by_region[region];
-    size_t counts[4] = {0, 0, 0, 0};
+    size_t counts[5] = {0, 0, 0, 0, 0};
     for (const NodeChange* n : nodes) ++counts[static_cast<int>(n->change)];
-    const bool changed = counts[1] + counts[2] + counts[3] > 0;
+    const bool changed = counts[1] + counts[2] + counts[3] + counts[4] > 0;
     html += std::string("<details class=\"region\"") + (changed ? " open" : "") + "><summary class=\"mono\">" +
             escape(region) + ": " + std::to_string(nodes.size()) + " nodes";
     if (changed)
-      html += " (+" + std::to_string(counts[1]) + " -" + std::to_string(counts[2]) + " ~" + std::to_string(counts[3]) + ")";
+      html += " (+" + std::to_string(counts[1]) + " -" + std::to_string(counts[2]) + " ~" + std::to_string(counts[3]) +
+              (counts[4] ? " retagged " + std::to_string(counts[4]) : "") + ")";
     html += "</summary>";
     if (!changed) {
       html += "<p class=\"none\">unchanged</p></details>";

@@ -96,6 +96,15 @@ TEST(GraphDiff, SameNameNewOperatorIsRemovedPlusAdded) {
   EXPECT_EQ(diff.nodes[1].op, "aten::relu");
 }
 
+TEST(GraphDiff, SameOperandsOtherMetadataIsRetagged) {
+  auto before = ir::parse_graph("graph(arg %x : f32[3]):\n  %a : f32[3] = aten::relu(%x)\n  return (%a)\n");
+  auto after = ir::parse_graph("graph(arg %x : f32[3]):\n  %a : f32[3] = aten::relu(%x)  #{ac_region=0}\n  return (%a)\n");
+  GraphDiff diff = diff_graphs(*before, *after);
+  ASSERT_EQ(diff.nodes.size(), 1u);
+  EXPECT_EQ(diff.nodes[0].change, Change::Retagged);
+  EXPECT_FALSE(diff.unchanged());
+}
+
 TEST(GraphDiff, CloneIsUnchangedAndInputsAreCompared) {
   auto graph = ir::parse_graph(kBeforeCse);
   GraphDiff same = diff_graphs(*graph, *graph->clone());
