@@ -9,6 +9,9 @@ verdict, the diff's counts); and the page must load nothing: the file holds no U
 no external reference, and Chromium's network log (--log-net-log, with the proxy pointed
 at a closed port and every host unresolvable) shows no request made by the page. Before
 that, the network check runs on a page that does reference the network and must flag it.
+Then the report of a failing equiv (exit 1) must say FAILED with the differing row, that
+of a missing input file (exit 2) ERROR with the message, and a directory as --report is
+refused with exit 2 before the run.
 
 Usage: render_report_test.py PASSCHECK WORKDIR [--drop-section ID]
 --drop-section removes that section from the check report before rendering: the test must
@@ -206,13 +209,38 @@ def test_equiv(passcheck, chromium, workdir, source_dir):
     expect("verdict: EQUIVALENT" in dom.text_by_id.get("verdict-summary", ""), "equiv: verdict summary")
     expect("1 claims: 1 proved" in dom.text_by_id.get("claims-summary", ""), "equiv: the claims table lacks '1 claims: 1 proved'")
     claims_text = dom.text_by_id.get("claims", "")
-    expect("split_halves" in claims_text and "proved" in claims_text, "equiv: the claim row is missing")
+    expect("view_identity" in claims_text and "proved" in claims_text, "equiv: the claim row is missing")
     passes = dom.text_by_id.get("passes", "")
     expect(f"nodes {record.group(1)} \u2192 {record.group(2)}" in passes, "equiv: the cse pass's node counts")
     expect("removed 1" in passes and "rewired 1" in passes, f"equiv: the cse diff counts: {passes[:400]!r}")
     steps = dom.summaries.get("steps", [])
     expect(steps and steps[0].startswith(f"outputs of A and B: {verdict.group(1)} of {verdict.group(1)} values"),
            f"equiv: comparison summary {steps!r}")
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def test_outcomes(passcheck, workdir, source_dir):
+    """The report on a verification failure (exit 1) and on bad input (exit 2)."""
+    graph = os.path.join(source_dir, "suites", "report", "claims.graph")
+    wrong = os.path.join(workdir, "wrong.graph")
+    with open(wrong, "w", encoding="utf-8") as f:
+        f.write(read(graph).replace("aten::add.Tensor(%a, %b, 1)", "aten::sub.Tensor(%a, %b, 1)"))
+    failed = os.path.join(workdir, "failed.html")
+    run([passcheck, "equiv", graph, wrong, "--report", failed], 1)
+    html = read(failed) if os.path.exists(failed) else ""
+    expect("FAILED (exit code 1" in html and "verdict: DIFFERENT" in html, "exit 1: the report does not say FAILED")
+    expect('<td class="differs">DIFFERS</td>' in html, "exit 1: the report has no differing row")
+    expect("added 1" in html and "removed 1" in html, "exit 1: the A -> B diff lacks the replaced node")
+    bad = os.path.join(workdir, "bad-input.html")
+    run([passcheck, "equiv", os.path.join(workdir, "missing.graph"), "--pipeline", "cse", "--report", bad], 2)
+    html = read(bad) if os.path.exists(bad) else ""
+    expect("ERROR (exit code 2" in html and "missing.graph" in html, "exit 2: the report does not name the error")
+    out = subprocess.run([passcheck, "equiv", graph, "--pipeline", "cse", "--report", workdir], capture_output=True, text=True)
+    expect(out.returncode == 2 and "--report file" in out.stderr, f"a directory as --report: exit {out.returncode}, {out.stderr!r}")
 
 
 def test_network_check_catches_a_request(chromium, workdir):
@@ -243,6 +271,7 @@ def main():
     test_check(args.passcheck, chromium, args.workdir, args.drop_section)
     if not args.drop_section:
         test_equiv(args.passcheck, chromium, args.workdir, args.source_dir)
+        test_outcomes(args.passcheck, args.workdir, args.source_dir)
     if failures:
         print(f"{len(failures)} report check(s) failed")
         return 1
