@@ -96,6 +96,21 @@ TEST(GraphDiff, SameNameNewOperatorIsRemovedPlusAdded) {
   EXPECT_EQ(diff.nodes[1].op, "aten::relu");
 }
 
+TEST(GraphDiff, NodesMatchByNameNotByPosition) {
+  // dce erases the first of two relus: that one is removed, the second kept (a diff by
+  // position would pair the surviving relu with the erased one).
+  auto before = ir::parse_graph(R"(graph(arg %x : f32[3], arg %y : f32[3]):
+  %a : f32[3] = aten::relu(%x)
+  %b : f32[3] = aten::relu(%y)
+  return (%b)
+)");
+  auto after = ir::parse_graph("graph(arg %x : f32[3], arg %y : f32[3]):\n  %b : f32[3] = aten::relu(%y)\n  return (%b)\n");
+  GraphDiff diff = diff_graphs(*before, *after);
+  EXPECT_EQ(find(diff, "a").change, Change::Removed);
+  EXPECT_EQ(find(diff, "b").change, Change::Kept);
+  EXPECT_EQ(diff.count(Change::Removed), 1u);
+}
+
 TEST(GraphDiff, SameOperandsOtherMetadataIsRetagged) {
   auto before = ir::parse_graph("graph(arg %x : f32[3]):\n  %a : f32[3] = aten::relu(%x)\n  return (%a)\n");
   auto after = ir::parse_graph("graph(arg %x : f32[3]):\n  %a : f32[3] = aten::relu(%x)  #{ac_region=0}\n  return (%a)\n");
