@@ -290,30 +290,9 @@ int run_check(const CheckArgs& args) {
     // The report's sections from what the run produced so far (also after a failure).
     auto fill_report = [&](const oracles::DriverReport* driver) {
       if (!reporting) return;
-      html.add_fact("model", args.model);
-      html.add_fact("steps", std::to_string(args.steps));
-      html.add_fact("optimizer", args.optimizer);
-      html.add_fact("device", args.device);
-      html.add_fact("pipeline", pipeline ? pipeline->str() : "(none)");
-      html.add_fact("eager oracle checkpointing", describe_eager_checkpoint(options.eager_checkpoint));
-      html.add_fact("traced graph nodes", std::to_string(traced_nodes));
-      if (!records.empty()) html.add_fact("nodes after the pipeline", std::to_string(records.back().nodes_after));
-      diffs.add_to(html, records);
-      std::vector<std::pair<std::string, check::MemoryEstimate>> series;
-      if (!estimates.empty()) series.emplace_back("traced graph", estimates.front());
-      if (estimates.size() > 1) series.emplace_back("after the pipeline", estimates.back());
-      if (!series.empty()) {
-        report::MemoryTimeline timeline = estimate_timeline("live bytes per node, traced graph before vs after the pipeline (static estimate)", series);
-        if (driver && !driver->steps.empty()) {
-          const oracles::StepReport& last = driver->steps.back();
-          timeline.notes.push_back("measured at step " + std::to_string(last.step) + ": eager peak " +
-                                   report::short_bytes(last.eager_peak_bytes) + ", traced peak " +
-                                   report::short_bytes(last.traced_peak_bytes));
-        }
-        html.add_memory_timeline(std::move(timeline));
-      }
-      if (pipeline) add_proved_claims(html, diffs.last_claims(), diffs.last_symbols());
-      if (driver) add_driver_steps(html, *driver);
+      CheckRun run{pipeline ? pipeline->str() : "", describe_eager_checkpoint(options.eager_checkpoint), traced_nodes,
+                   records, estimates, diffs, driver};
+      add_check_sections(html, args, run);
     };
     // Each step's row is printed as soon as the step finishes (a long run shows
     // progress); the lines before the table once the first step is done.
@@ -344,6 +323,9 @@ int run_check(const CheckArgs& args) {
       fill_report(nullptr);
       html.set_verdict(1, failure.what());
       return 1;
+    } catch (const std::exception&) {
+      fill_report(nullptr);  // what ran before the error stays in the report (exit 2)
+      throw;
     }
     fill_report(&report);
     html.set_verdict(report.equal() ? 0 : 1, driver_verdict(report));

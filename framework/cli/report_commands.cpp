@@ -163,6 +163,33 @@ report::MemoryTimeline estimate_timeline(const std::string& title,
   return timeline;
 }
 
+void add_check_sections(report::Report& report, const CheckArgs& args, const CheckRun& run) {
+  report.add_fact("model", args.model);
+  report.add_fact("steps", std::to_string(args.steps));
+  report.add_fact("optimizer", args.optimizer);
+  report.add_fact("device", args.device);
+  report.add_fact("pipeline", run.pipeline.empty() ? "(none)" : run.pipeline);
+  report.add_fact("eager oracle checkpointing", run.eager_checkpointing);
+  report.add_fact("traced graph nodes", std::to_string(run.traced_nodes));
+  if (!run.records.empty()) report.add_fact("nodes after the pipeline", std::to_string(run.records.back().nodes_after));
+  run.diffs.add_to(report, run.records);
+  std::vector<std::pair<std::string, check::MemoryEstimate>> series;
+  if (!run.estimates.empty()) series.emplace_back("traced graph", run.estimates.front());
+  if (run.estimates.size() > 1) series.emplace_back("after the pipeline", run.estimates.back());
+  if (!series.empty()) {
+    report::MemoryTimeline timeline =
+        estimate_timeline("live bytes per node, traced graph before vs after the pipeline (static estimate)", series);
+    if (run.driver && !run.driver->steps.empty()) {
+      const oracles::StepReport& last = run.driver->steps.back();
+      timeline.notes.push_back("measured at step " + std::to_string(last.step) + ": eager peak " +
+                               mib_text(last.eager_peak_bytes) + ", traced peak " + mib_text(last.traced_peak_bytes));
+    }
+    report.add_memory_timeline(std::move(timeline));
+  }
+  if (!run.pipeline.empty()) add_proved_claims(report, run.diffs.last_claims(), run.diffs.last_symbols());
+  if (run.driver) add_driver_steps(report, *run.driver);
+}
+
 void add_proved_claims(report::Report& report, const std::vector<sym::Claim>& claims,
                        const std::vector<sym::Symbol>& symbols) {
   report.add_claims(sym::prove_all(claims, symbols));

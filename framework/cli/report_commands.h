@@ -7,6 +7,7 @@
 #include "framework/campaign/campaign.h"
 #include "framework/check/memory_estimate.h"
 #include "framework/check/pipeline.h"
+#include "framework/cli/commands.h"
 #include "framework/cli/graph_tools.h"
 #include "framework/ir/sym_expr.h"
 #include "framework/report/report.h"
@@ -56,6 +57,22 @@ class PassDiffRecorder {
   std::vector<sym::Claim> claims_;
   std::vector<sym::Symbol> symbols_;
 };
+
+/// What a single-rank `check` run produced, as far as it got.
+struct CheckRun {
+  std::string pipeline;  ///< "" without --pipeline
+  std::string eager_checkpointing;
+  size_t traced_nodes = 0;
+  const std::vector<check::PassRecord>& records;
+  /// The traced graph's estimate, then one per pass.
+  const std::vector<check::MemoryEstimate>& estimates;
+  const PassDiffRecorder& diffs;
+  const oracles::DriverReport* driver = nullptr;  ///< null when training did not run
+};
+
+/// check's sections: key figures, passes with diffs, the memory timeline (traced vs after
+/// the pipeline, the last step's measured peaks), the final graph's claims, step tables.
+void add_check_sections(report::Report& report, const CheckArgs& args, const CheckRun& run);
 
 /// A record without graphs (a module pass, or a run whose graphs were not kept).
 report::PassSection pass_section(const check::PassRecord& record);
