@@ -146,6 +146,8 @@ void Report::add_step_table(StepTable table) { steps_.push_back(std::move(table)
 
 void Report::set_fuzz(FuzzSummary fuzz) { fuzz_ = std::move(fuzz); }
 
+void Report::add_table(Table table) { tables_.push_back(std::move(table)); }
+
 std::string render_diff(const GraphDiff& diff) {
   std::string html = "<p class=\"counts\"><span>nodes " + std::to_string(diff.nodes_before) + " &rarr; " +
                      std::to_string(diff.nodes_after) + "</span><span class=\"added\">added " +
@@ -206,6 +208,22 @@ std::string Report::html() const {
     h += "</table>";
   }
   h += "</section>\n";
+
+  if (!tables_.empty()) {
+    h += "<section id=\"results\"><h2>Results</h2>";
+    for (const Table& t : tables_) {
+      h += "<h3>" + escape(t.title) + "</h3><table><tr>";
+      for (const std::string& cell : t.header) h += "<th>" + escape(cell) + "</th>";
+      h += "</tr>";
+      for (const auto& row : t.rows) {
+        h += "<tr>";
+        for (const std::string& cell : row) h += "<td>" + escape(cell) + "</td>";
+        h += "</tr>";
+      }
+      h += "</table>";
+    }
+    h += "</section>\n";
+  }
 
   if (fuzz_) {
     const FuzzSummary& f = *fuzz_;

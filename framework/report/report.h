@@ -77,6 +77,14 @@ struct FuzzSummary {
   std::vector<FuzzFailure> failures;
 };
 
+/// A plain table for results the other sections do not model (a CI gate's per-pass
+/// selection, say): every cell is escaped.
+struct Table {
+  std::string title;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
 /// What an exit code means under passcheck's contract (0, 1, 2).
 std::string exit_code_meaning(int exit_code);
 
@@ -101,6 +109,8 @@ class Report {
   void add_claims(const sym::ProofReport& proofs);
   void add_step_table(StepTable table);
   void set_fuzz(FuzzSummary fuzz);
+  /// A table shown after the verdict, in the section "results" (id "results").
+  void add_table(Table table);
 
   const std::vector<PassSection>& passes() const { return passes_; }
   const std::vector<ClaimRow>& claims() const { return claims_; }
@@ -120,6 +130,7 @@ class Report {
   bool claims_checked_ = false;
   std::vector<StepTable> steps_;
   std::optional<FuzzSummary> fuzz_;
+  std::vector<Table> tables_;
 };
 
 /// The HTML of one graph diff: counts, then a <details> per region (module FQN and

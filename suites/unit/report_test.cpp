@@ -210,8 +210,10 @@ TEST(ReportHtml, DocumentHasEverySectionAndNothingExternal) {
   equal_row.name = "loss";
   equal_row.equal = true;
   report.add_step_table(StepTable{"step 1", {equal_row}, {}, {}});
+  report.add_table(Table{"selected passes", {"pass", "why"}, {{"cse", "<changed file>"}}});
   const std::string html = report.html();
-  for (const char* id : {"verdict", "passes", "memory", "claims", "steps"})
+  EXPECT_NE(html.find("<tr><td>cse</td><td>&lt;changed file&gt;</td></tr>"), std::string::npos);
+  for (const char* id : {"verdict", "results", "passes", "memory", "claims", "steps"})
     EXPECT_NE(html.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
   EXPECT_NE(html.find("FAILED (exit code 1"), std::string::npos);
   EXPECT_NE(html.find("passcheck check --model &#39;&lt;mlp&gt;&#39;"), std::string::npos);
