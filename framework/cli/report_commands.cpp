@@ -77,12 +77,14 @@ PassDiffRecorder::Dump PassDiffRecorder::dump(Dump next) {
 
 void PassDiffRecorder::observe(const std::string& when, const std::string& pass, const ir::Graph& graph) {
   if (when == "before") {
+    if (!first_estimate_) first_estimate_ = check::estimate_memory(graph);
     before_ = graph.clone();
     before_pass_ = pass;
     return;
   }
   claims_ = graph.claims();
   symbols_ = graph.symbols();
+  last_estimate_ = check::estimate_memory(graph);
   // A module pass dumps only its after graphs (one per part): no before to diff with.
   if (!before_ || before_pass_ != pass) return;
   entries_.push_back(Entry{pass, report::diff_graphs(*before_, graph)});

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ class PassDiffRecorder {
   /// One section per pass that ran, in order, each with its diff; the record of the same
   /// pass (matched in order by label) adds its time and statistics.
   void add_to(report::Report& report, const std::vector<check::PassRecord>& records) const;
+  /// Memory estimates of the first graph a pass saw and of the last graph a pass left
+  /// (null before any pass ran).
+  const check::MemoryEstimate* first_estimate() const { return first_estimate_ ? &*first_estimate_ : nullptr; }
+  const check::MemoryEstimate* last_estimate() const { return last_estimate_ ? &*last_estimate_ : nullptr; }
   /// Claims (and their symbols) of the last graph a pass left.
   const std::vector<sym::Claim>& last_claims() const { return claims_; }
   const std::vector<sym::Symbol>& last_symbols() const { return symbols_; }
@@ -56,6 +61,7 @@ class PassDiffRecorder {
   std::vector<Entry> entries_;
   std::vector<sym::Claim> claims_;
   std::vector<sym::Symbol> symbols_;
+  std::optional<check::MemoryEstimate> first_estimate_, last_estimate_;
 };
 
 /// What a single-rank `check` run produced, as far as it got.

@@ -23,7 +23,6 @@ namespace passcheck::cli {
 int run_chunk(const ChunkArgs& args) {
   report::Report html("chunk", current_command_line());
   PassDiffRecorder diffs;
-  bool proofs_reported = false;
   // The report's passes (with their diffs) and claims, also when the run stops early.
   auto fill_report = [&](const oracles::ChunkedTrainingReport* result) {
     if (args.report.empty()) return;
@@ -38,7 +37,10 @@ int run_chunk(const ChunkArgs& args) {
       html.add_fact("largest ULP distance", std::to_string(result->max_ulp));
     }
     diffs.add_to(html, result ? result->passes : std::vector<check::PassRecord>{});
-    if (!proofs_reported) html.add_claims(std::vector<report::ClaimRow>{});
+    if (diffs.first_estimate() && diffs.last_estimate())
+      html.add_memory_timeline(estimate_timeline(
+          "live bytes per node, before chunking vs after concretization (static estimate at the traced sizes)",
+          {{"before chunking", *diffs.first_estimate()}, {"after the last pass", *diffs.last_estimate()}}));
     if (result) add_driver_steps(html, result->driver);
   };
   return guarded("chunk", [&] { return run_reported(args.report, html, [&] {
@@ -58,10 +60,7 @@ int run_chunk(const ChunkArgs& args) {
     options.prove.timeout_ms = args.timeout_ms;
     if (!args.report.empty()) {
       options.pipeline.dump = diffs.dump();
-      options.on_proofs = [&](const sym::ProofReport& proofs) {
-        html.add_claims(proofs);
-        proofs_reported = true;
-      };
+      options.on_proofs = [&](const sym::ProofReport& proofs) { html.add_claims(proofs); };
     }
     if (!args.out_graph.empty())
       options.on_chunked = [&](const ir::Graph& graph) {
