@@ -128,6 +128,19 @@ void PassDiffRecorder::add_to(report::Report& report, const std::vector<check::P
 }
 
 void add_driver_steps(report::Report& report, const oracles::DriverReport& driver) {
+  if (!driver.steps.empty()) {
+    // Measured, not estimated: the allocator's peak during each step on both sides.
+    report::MemoryTimeline measured;
+    measured.title = "measured peak bytes per step, eager vs traced";
+    measured.x_label = "step (from 1)";
+    measured.points_name = "steps";
+    measured.series = {{"eager", {}}, {"traced", {}}};
+    for (const oracles::StepReport& step : driver.steps) {
+      measured.series[0].values.push_back(step.eager_peak_bytes);
+      measured.series[1].values.push_back(step.traced_peak_bytes);
+    }
+    report.add_memory_timeline(std::move(measured));
+  }
   for (const oracles::StepReport& step : driver.steps) {
     report::StepTable table;
     table.title = "step " + std::to_string(step.step);

@@ -83,7 +83,8 @@ void add_check_sections(report::Report& report, const CheckArgs& args, const Che
 /// A record without graphs (a module pass, or a run whose graphs were not kept).
 report::PassSection pass_section(const check::PassRecord& record);
 
-/// One comparison table per training step, the step's measured peaks as notes.
+/// One comparison table per training step, the step's measured peaks as notes, and the
+/// chart of the measured peaks per step, eager vs traced.
 void add_driver_steps(report::Report& report, const oracles::DriverReport& driver);
 
 /// "all 3 steps bitwise equal (29 values each)" or where the first difference is.

@@ -98,7 +98,7 @@ std::string svg_line_chart(const std::vector<ChartSeries>& series, const ChartOp
     const std::string ly = number(options.height + 24 * static_cast<double>(k) + 8);
     svg += "<rect class=\"" + cls + "-key\" x=\"" + x0 + "\" y=\"" + ly + "\" width=\"14\" height=\"4\"/>";
     svg += "<text class=\"legend\" x=\"" + number(left + 22) + "\" y=\"" + number(options.height + 24 * k + 14.0) + "\">" +
-           escape(s.label) + " (" + std::to_string(s.values.size()) + " nodes, peak " + escape(short_bytes(peak)) +
+           escape(s.label) + " (" + std::to_string(s.values.size()) + " " + escape(options.points_name) + ", peak " + escape(short_bytes(peak)) +
            ")</text>";
   }
   return svg + "</svg>";

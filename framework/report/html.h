@@ -30,6 +30,8 @@ struct ChartOptions {
   /// its largest value (a peak is never drawn away).
   size_t max_points = 1500;
   std::string x_label = "node";
+  /// What one point is, plural, for the legend ("nodes", "steps").
+  std::string points_name = "nodes";
   std::string y_label = "live bytes";
 };
 

@@ -263,7 +263,10 @@ std::string Report::html() const {
   h += "<section id=\"memory\"><h2>Memory timeline</h2>";
   if (timelines_.empty()) h += "<p class=\"none\">no memory timeline for this run</p>";
   for (const MemoryTimeline& t : timelines_) {
-    h += "<h3>" + escape(t.title) + "</h3>" + svg_line_chart(t.series);
+    ChartOptions chart;
+    chart.x_label = t.x_label;
+    chart.points_name = t.points_name;
+    h += "<h3>" + escape(t.title) + "</h3>" + svg_line_chart(t.series, chart);
     for (const std::string& note : t.notes) h += "<p>" + escape(note) + "</p>";
   }
   h += "</section>\n";

@@ -41,6 +41,9 @@ struct MemoryTimeline {
   std::vector<ChartSeries> series;
   /// Lines under the chart ("eager peak 1.2 MiB, traced peak 1.1 MiB").
   std::vector<std::string> notes;
+  /// What the x axis counts, and its points in the plural (the legend's counts).
+  std::string x_label = "node";
+  std::string points_name = "nodes";
 };
 
 /// One claim checked by Z3.
