@@ -134,6 +134,7 @@ void add_driver_steps(report::Report& report, const oracles::DriverReport& drive
     measured.title = "measured peak bytes per step, eager vs traced";
     measured.x_label = "step (from 1)";
     measured.points_name = "steps";
+    measured.y_label = "peak bytes";
     measured.series = {{"eager", {}}, {"traced", {}}};
     for (const oracles::StepReport& step : driver.steps) {
       measured.series[0].values.push_back(step.eager_peak_bytes);

@@ -266,6 +266,7 @@ std::string Report::html() const {
     ChartOptions chart;
     chart.x_label = t.x_label;
     chart.points_name = t.points_name;
+    chart.y_label = t.y_label;
     h += "<h3>" + escape(t.title) + "</h3>" + svg_line_chart(t.series, chart);
     for (const std::string& note : t.notes) h += "<p>" + escape(note) + "</p>";
   }

@@ -44,6 +44,7 @@ struct MemoryTimeline {
   /// What the x axis counts, and its points in the plural (the legend's counts).
   std::string x_label = "node";
   std::string points_name = "nodes";
+  std::string y_label = "live bytes";
 };
 
 /// One claim checked by Z3.
