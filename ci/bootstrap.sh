@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs passcheck's build and test dependencies from Debian 12 packages, only those
-# that are missing. clang-14 and libclang-rt-14-dev serve only the parser fuzzer
+# that are missing. chromium renders the HTML reports in their test (suites/report).
+# clang-14 and libclang-rt-14-dev serve only the parser fuzzer
 # (ci/parser_fuzz.sh); the normal build and CI use g++. Safe to run repeatedly; needs root (or sudo) when something is missing.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libz3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   python3-torch
+  chromium
   libboost-graph-dev
   clang-14 libclang-rt-14-dev
 )

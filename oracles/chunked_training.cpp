@@ -49,19 +49,20 @@ ChunkedTrainingReport run_graph_chunked_vs_eager_chunked(const ChunkedTrainingOp
       {"early-accumulation", options.early_accumulation ? "true" : "false"}};
   progress("chunk (" + std::to_string(report.nodes_before) + " nodes)");
   check::Pipeline chunk({check::PassInvocation{options.chunk_pass, chunk_options}}, *options.registry);
-  auto records = chunk.run(*symbolic.graph);
+  auto records = chunk.run(*symbolic.graph, options.pipeline);
   if (!options.between.empty()) {
-    auto more = check::Pipeline::parse(options.between, *options.registry).run(*symbolic.graph);
+    auto more = check::Pipeline::parse(options.between, *options.registry).run(*symbolic.graph, options.pipeline);
     records.insert(records.end(), more.begin(), more.end());
   }
   if (options.on_chunked) options.on_chunked(*symbolic.graph);
   // Proofs happen on the symbolic graph: after concretization only the hint is left.
   progress("proving " + std::to_string(symbolic.graph->claims().size()) + " claims with Z3");
   report.proofs = sym::prove_all(symbolic.graph->claims(), symbolic.graph->symbols(), options.prove);
+  if (options.on_proofs) options.on_proofs(report.proofs);
   if (options.require_proofs && !report.proofs.all_proved())
     throw std::runtime_error("claims of the chunked graph are not all proved:\n" + report.proofs.format());
   auto concretize = check::Pipeline({check::PassInvocation{options.concretize_pass, {}}}, *options.registry)
-                        .run(*symbolic.graph);
+                        .run(*symbolic.graph, options.pipeline);
   records.insert(records.end(), concretize.begin(), concretize.end());
   report.passes = records;
   report.nodes_after = symbolic.graph->num_nodes();

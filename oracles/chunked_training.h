@@ -38,6 +38,12 @@ struct ChunkedTrainingOptions {
   std::function<void(const ir::Graph&)> on_chunked;
   /// Refuted or unknown claims stop the run before training (off: report and go on).
   bool require_proofs = true;
+  /// Pipeline options of the chunk, between and concretize runs (dump: the graph before
+  /// and after each pass, which reports diff).
+  check::PipelineOptions pipeline;
+  /// Called with the proof report as soon as the claims are checked, before a refuted one
+  /// stops the run (reports keep the verdicts of a run that fails).
+  std::function<void(const sym::ProofReport&)> on_proofs;
   OptimizerKind optimizer = OptimizerKind::SGD;
   /// Called as each stage starts (symbolic trace, chunk, proofs, each training step): a
   /// long run's progress line.

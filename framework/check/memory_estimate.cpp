@@ -24,6 +24,7 @@ MemoryEstimate estimate_memory(const ir::Graph& graph) {
   for (const ir::Value* out : graph.outputs()) is_output[out] = true;
 
   MemoryEstimate est;
+  est.live_bytes_per_node.reserve(graph.num_nodes());
   int64_t current = 0, next_storage = 1;
   bool backward_seen = false;
   auto release = [&](const ir::Value* v) {
@@ -67,6 +68,7 @@ MemoryEstimate estimate_memory(const ir::Graph& graph) {
       storage_of[out] = id;
       if (id != 0 && holders_of[id]++ == 0) current += bytes_of[id];
     }
+    est.live_bytes_per_node.push_back(current);
     if (current > est.peak_bytes) {
       est.peak_bytes = current;
       est.peak_at = n;

@@ -8,6 +8,7 @@
 #include "framework/ir/graph.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace passcheck::check {
 
@@ -19,6 +20,9 @@ struct MemoryEstimate {
   /// Of those, the bytes of values whose producer is tagged recomputable: what
   /// rematerialization promises to stop holding across the boundary.
   int64_t recomputable_live_at_backward_start = 0;
+  /// Bytes held right after each node's outputs are created (before its operands die),
+  /// one entry per node in graph order: the memory timeline reports draw.
+  std::vector<int64_t> live_bytes_per_node;
 };
 
 MemoryEstimate estimate_memory(const ir::Graph& graph);

@@ -1,6 +1,7 @@
 // passcheck trace / run / check / models.
 #include "framework/cli/commands.h"
 #include "framework/cli/check_common.h"
+#include "framework/cli/report_commands.h"
 #include "framework/io/files.h"
 
 #include "framework/check/compare.h"
@@ -229,8 +230,15 @@ std::optional<oracles::EagerCheckpointConfig> eager_checkpoint_for(const std::st
 }
 
 int run_check(const CheckArgs& args) {
-  if (!args.parallel.empty() || !args.mesh.empty()) return run_distributed_check(args);
-  return guarded("check", [&] {
+  if (!args.parallel.empty() || !args.mesh.empty()) {
+    if (!args.report.empty())
+      return guarded("check", []() -> int {
+        throw std::invalid_argument("--report is not available with --parallel or --mesh (single-rank check only)");
+      });
+    return run_distributed_check(args);
+  }
+  report::Report html("check", current_command_line());
+  return guarded("check", [&] { return run_reported(args.report, html, [&] {
     oracles::DriverOptions options;
     options.model = args.model;
     options.steps = args.steps;
@@ -254,6 +262,8 @@ int run_check(const CheckArgs& args) {
     std::vector<check::MemoryEstimate> estimates;
     size_t traced_nodes = 0;
     std::string pass_failure;
+    PassDiffRecorder diffs;
+    const bool reporting = !args.report.empty();
     if (pipeline) {
       options.transform = [&](trace::TracedProgram& program) {
         ir::Graph& graph = program.mutable_graph();
@@ -268,9 +278,22 @@ int run_check(const CheckArgs& args) {
           std::snprintf(name, sizeof name, "/%02d-%s-", when == "before" ? dump_index : dump_index++, when.c_str());
           io::write_file(args.dump_dir + name + pass.substr(0, pass.find('{')) + ".graph", g.print(), "pass dump");
         };
+        if (reporting) popts.dump = diffs.dump(popts.dump);
         records = apply_pipeline(program, *pipeline, popts);
       };
+    } else if (reporting) {
+      options.transform = [&](trace::TracedProgram& program) {
+        traced_nodes = program.graph().num_nodes();
+        estimates.push_back(check::estimate_memory(program.graph()));
+      };
     }
+    // The report's sections from what the run produced so far (also after a failure).
+    auto fill_report = [&](const oracles::DriverReport* driver) {
+      if (!reporting) return;
+      CheckRun run{pipeline ? pipeline->str() : "", describe_eager_checkpoint(options.eager_checkpoint), traced_nodes,
+                   records, estimates, diffs, driver};
+      add_check_sections(html, args, run);
+    };
     // Each step's row is printed as soon as the step finishes (a long run shows
     // progress); the lines before the table once the first step is done.
     auto print_intro = [&] {
@@ -297,8 +320,15 @@ int run_check(const CheckArgs& args) {
       std::cout << "verdict: FAILED after " << failure.pass() << ": "
                 << std::string(failure.what()).substr(std::string("failed after ").size() + failure.pass().size() + 2)
                 << "\n";
+      fill_report(nullptr);
+      html.set_verdict(1, failure.what());
       return 1;
+    } catch (const std::exception&) {
+      fill_report(nullptr);  // what ran before the error stays in the report (exit 2)
+      throw;
     }
+    fill_report(&report);
+    html.set_verdict(report.equal() ? 0 : 1, driver_verdict(report));
     if (report.steps.empty()) {
       print_intro();
       std::cout << report.format_header();
@@ -309,7 +339,7 @@ int run_check(const CheckArgs& args) {
         std::cout << "\nstep " << step.step << ":\n" << check::format_comparison_table(step.comparisons);
       }
     return report.equal() ? 0 : 1;
-  });
+  }); });
 }
 
 int run_passes(bool mutants, const std::optional<std::string>& pipeline) {

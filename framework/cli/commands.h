@@ -90,6 +90,8 @@ struct EquivArgs {
   std::string device;    ///< move both graphs to this device first (empty: as written)
   bool mutants = false;  ///< --pipeline may name the known-buggy passes
   int64_t memory_budget = exec::kDefaultMemoryBudget;  ///< for the inputs and each run
+  /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
+  std::string report;
 };
 int run_equiv(const EquivArgs& args);
 
@@ -128,6 +130,8 @@ struct CheckArgs {
   /// (within oracles::kShardedTolerance, relative).
   bool compare_single_rank = false;
   double moe_capacity_factor = 0;
+  /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
+  std::string report;
 };
 int run_check(const CheckArgs& args);
 /// The distributed form of `check` (run_check calls it when --parallel or --mesh is given).
@@ -151,6 +155,8 @@ struct ChunkArgs {
   std::string out_graph;
   /// With early accumulation on: the largest ULP distance accepted.
   uint64_t tolerance_ulp = 64;
+  /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
+  std::string report;
 };
 int run_chunk(const ChunkArgs& args);
 
@@ -229,6 +235,8 @@ struct FuzzArgs {
   /// Chunk fuzzing (chunk mode, "batch"): cases are chunkable programs run through
   /// gen::run_chunk_case; the pipeline is "<chunk pass>,<concretize pass>".
   std::string chunk;
+  /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
+  std::string report;
 };
 int run_fuzz(const FuzzArgs& args);
 

@@ -11,6 +11,7 @@
 #include "framework/check/isolation.h"
 #include "framework/check/pipeline.h"
 #include "framework/check/repro.h"
+#include "framework/cli/report_commands.h"
 #include "framework/io/files.h"
 #include "framework/ir/text.h"
 #include "framework/version.h"
@@ -124,7 +125,8 @@ CLI::Validator number_at_least(double low, bool low_inclusive = true, double hig
 }  // namespace
 
 int run_fuzz(const FuzzArgs& args) {
-  return guarded("fuzz", [&]() -> int {
+  report::Report html("fuzz", current_command_line());
+  return guarded("fuzz", [&]() -> int { return run_reported(args.report, html, [&]() -> int {
     campaign::CampaignOptions options;
     options.pipeline = args.pipeline;
     options.pass = args.pass;
@@ -202,8 +204,9 @@ int run_fuzz(const FuzzArgs& args) {
         std::cout << "; not minimized\n";
     }
     std::cout << std::flush;
+    if (!args.report.empty()) add_campaign_report(html, report, summary);
     return report.failure_count() > 0 ? 1 : 0;
-  });
+  }); });
 }
 
 int run_repro(const ReproArgs& args) {
@@ -401,6 +404,7 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds, "Time limit of each minimization (>= 0)")
       ->check(non_negative)
       ->capture_default_str();
+  fuzz_cmd->add_option("--report", fuzz.report, "Also write an HTML report of the campaign here (docs/reports.md)");
 
   ReproArgs& repro = c->repro;
   auto* repro_cmd = c->repro_cmd =

@@ -6,6 +6,7 @@
 
 #include "framework/check/pipeline.h"
 #include "framework/cli/graph_tools.h"
+#include "framework/cli/report_commands.h"
 #include "framework/compat/torch_compat.h"
 #include "framework/ir/text.h"
 #include "suites/mutants/mutants.h"
@@ -50,17 +51,22 @@ struct Optimized {
 // Runs the pipeline behind the gate, printing one line per pass to `log`. With
 // `mutants` the known-buggy passes (suites/mutants) can be named too: a way to see what
 // the gate and equiv report for a wrong pass.
+// `records` (optional) receives the pass records, `options` are the pipeline's.
 Optimized optimize(std::unique_ptr<ir::Graph> graph, const std::string& pipeline_text, bool mutants,
-                   std::ostream& log, const char* command) {
+                   std::ostream& log, const char* command, const check::PipelineOptions& options = {},
+                   std::vector<check::PassRecord>* records = nullptr) {
   check::Pipeline pipeline = parse_pipeline_for(pipeline_text, mutants);
   Optimized out;
+  std::vector<check::PassRecord> ran;
   if (pipeline.has_module_pass()) {
     out.module = ir::Module::of_graph(std::move(graph));
-    log_records(pipeline.run(*out.module), log, command);
+    ran = pipeline.run(*out.module, options);
   } else {
-    log_records(pipeline.run(*graph), log, command);
+    ran = pipeline.run(*graph, options);
     out.graph = std::move(graph);
   }
+  log_records(ran, log, command);
+  if (records) *records = std::move(ran);
   return out;
 }
 
@@ -88,14 +94,34 @@ int run_opt(const OptArgs& args) {
 }
 
 int run_equiv(const EquivArgs& args) {
-  return guarded("equiv", [&] {
+  report::Report html("equiv", current_command_line());
+  return guarded("equiv", [&] { return run_reported(args.report, html, [&] {
     if (args.b.empty() == args.pipeline.empty())
       throw std::invalid_argument("give a second graph file B or --pipeline P (B is then A after the pipeline), not both");
     std::unique_ptr<ir::Graph> a = load_graph_file(args.a);
     Optimized b;
     std::string b_name = args.b;
+    const bool reporting = !args.report.empty();
+    PassDiffRecorder diffs;
+    std::vector<check::PassRecord> records;
+    if (reporting) {
+      html.add_fact("graph A", args.a);
+      html.add_fact("graph A nodes", std::to_string(a->num_nodes()));
+      html.add_fact("seed", std::to_string(args.seed));
+    }
     if (!args.pipeline.empty()) {
-      b = optimize(a->clone(), args.pipeline, args.mutants, std::cout, "equiv");
+      check::PipelineOptions options;
+      if (reporting) {
+        html.add_fact("pipeline", args.pipeline);
+        options.dump = diffs.dump();
+      }
+      try {
+        b = optimize(a->clone(), args.pipeline, args.mutants, std::cout, "equiv", options, &records);
+      } catch (const check::PassFailure&) {
+        diffs.add_to(html, records);  // the passes up to the one that broke the gate
+        throw;
+      }
+      diffs.add_to(html, records);
       b_name = "opt(" + args.a + ", " + args.pipeline + ")";
     } else if (is_module_file(args.b)) {
       b.module = load_module_file(args.b);
@@ -114,11 +140,13 @@ int run_equiv(const EquivArgs& args) {
     options.int_high = args.int_high;
     options.rng_seed = args.seed;
     options.max_bytes = args.memory_budget;
+    if (reporting) add_equiv_sections(html, *a, b.graph.get(), b.module ? &*b.module : nullptr, b_name, args.pipeline.empty());
     EquivReport report = b.module ? compare_graph_with_module(*a, *b.module, options) : compare_graphs(*a, *b.graph, options);
     std::cout << "passcheck equiv: A " << args.a << ", B " << b_name << ", seed " << args.seed << "\n"
               << report.format();
+    if (reporting) add_equiv_comparison(html, report);
     return report.equal() ? 0 : 1;
-  });
+  }); });
 }
 
 }  // namespace passcheck::cli

@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
   equiv_cmd->add_flag("--mutants", equiv.mutants, "Also register the known-buggy passes (mutant-...)");
   equiv_cmd->add_option("--memory-budget", equiv.memory_budget, "Most bytes the inputs and each run may take (2GiB, 512MiB, 0: none)")
       ->transform(CLI::AsSizeValue(false))->capture_default_str();
+  equiv_cmd->add_option("--report", equiv.report, "Also write an HTML report of the run here (docs/reports.md)");
 
   CheckArgs check;
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");
@@ -153,6 +154,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--timeout-ms", check.timeout_ms, "How long a collective waits for the other ranks")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
       ->capture_default_str();
+  check_cmd->add_option("--report", check.report, "Also write an HTML report of the run here (docs/reports.md)");
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "Measure eager vs traced step time, tracing time and executor overhead");
@@ -200,6 +202,7 @@ int main(int argc, char** argv) {
   chunk_cmd->add_option("--tolerance-ulp", chunk.tolerance_ulp, "Early accumulation: largest ULP distance accepted")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  chunk_cmd->add_option("--report", chunk.report, "Also write an HTML report of the run here (docs/reports.md)");
 
   ProveArgs prove;
   auto* prove_cmd = app.add_subcommand("prove", "Prove every claim (guard) a graph file records with Z3");

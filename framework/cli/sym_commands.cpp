@@ -6,6 +6,7 @@
 #include "framework/check/pass.h"
 #include "framework/check/verifier.h"
 #include "framework/cli/graph_tools.h"
+#include "framework/cli/report_commands.h"
 #include "framework/compat/torch_compat.h"
 #include "framework/ir/text.h"
 #include "framework/sym/prover.h"
@@ -20,7 +21,29 @@
 namespace passcheck::cli {
 
 int run_chunk(const ChunkArgs& args) {
-  return guarded("chunk", [&] {
+  report::Report html("chunk", current_command_line());
+  PassDiffRecorder diffs;
+  // The report's passes (with their diffs) and claims, also when the run stops early.
+  auto fill_report = [&](const oracles::ChunkedTrainingReport* result) {
+    if (args.report.empty()) return;
+    html.add_fact("model", args.model);
+    html.add_fact("chunked dimension", args.mode);
+    html.add_fact("modules", args.modules);
+    html.add_fact("early gradient accumulation", args.early_accumulation ? "on" : "off");
+    html.add_fact("steps", std::to_string(args.steps));
+    if (result) {
+      html.add_fact("nodes before chunking", std::to_string(result->nodes_before));
+      html.add_fact("nodes after concretization", std::to_string(result->nodes_after));
+      html.add_fact("largest ULP distance", std::to_string(result->max_ulp));
+    }
+    diffs.add_to(html, result ? result->passes : std::vector<check::PassRecord>{});
+    if (diffs.first_estimate() && diffs.last_estimate())
+      html.add_memory_timeline(estimate_timeline(
+          "live bytes per node, before chunking vs after concretization (static estimate at the traced sizes)",
+          {{"before chunking", *diffs.first_estimate()}, {"after the last pass", *diffs.last_estimate()}}));
+    if (result) add_driver_steps(html, result->driver);
+  };
+  return guarded("chunk", [&] { return run_reported(args.report, html, [&] {
   try {
     if (!args.out_graph.empty()) io::check_writable(args.out_graph, "--out-graph file");
     oracles::ChunkedTrainingOptions options;
@@ -35,6 +58,10 @@ int run_chunk(const ChunkArgs& args) {
     options.between = args.between;
     options.registry = &check::PassRegistry::global();
     options.prove.timeout_ms = args.timeout_ms;
+    if (!args.report.empty()) {
+      options.pipeline.dump = diffs.dump();
+      options.on_proofs = [&](const sym::ProofReport& proofs) { html.add_claims(proofs); };
+    }
     if (!args.out_graph.empty())
       options.on_chunked = [&](const ir::Graph& graph) {
         io::write_file(args.out_graph,
@@ -48,6 +75,7 @@ int run_chunk(const ChunkArgs& args) {
       options.on_progress = [](const std::string& stage) { std::cerr << "\r\033[Kpasscheck chunk: " << stage << std::flush; };
     oracles::ChunkedTrainingReport report = oracles::run_graph_chunked_vs_eager_chunked(options);
     if (terminal) std::cerr << "\r\033[K" << std::flush;
+    fill_report(&report);
     std::cout << "passcheck chunk: " << args.model << ", " << args.mode << " chunking of " << args.modules
               << ", early gradient accumulation " << (args.early_accumulation ? "on" : "off") << ", " << args.steps
               << " steps: graph-chunked vs eager-chunked\n"
@@ -57,15 +85,23 @@ int run_chunk(const ChunkArgs& args) {
       const bool within = report.max_ulp <= args.tolerance_ulp;
       std::cout << "verdict: " << (within ? "within" : "OUTSIDE") << " the tolerance of " << args.tolerance_ulp
                 << " ULP (max " << report.max_ulp << ")\n";
+      html.set_verdict(within ? 0 : 1, std::string(within ? "within" : "OUTSIDE") + " the tolerance of " +
+                                           std::to_string(args.tolerance_ulp) + " ULP (max " + std::to_string(report.max_ulp) + ")");
       return within ? 0 : 1;
     }
+    html.set_verdict(report.equal() ? 0 : 1, driver_verdict(report.driver));
     return report.equal() ? 0 : 1;
   } catch (const check::PassFailure& failure) {
     // The verdict goes with the report on stdout.
     std::cout << "verdict: FAILED " << failure.what() << "\n";
+    fill_report(nullptr);
+    html.set_verdict(1, failure.what());
     return 1;
+  } catch (const std::exception&) {
+    fill_report(nullptr);  // refuted claims stop the run: their table stays in the report
+    throw;
   }
-  });
+  }); });
 }
 
 int run_prove(const ProveArgs& args) {
