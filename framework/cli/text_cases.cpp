@@ -155,7 +155,8 @@ std::vector<std::string> case_files(const std::string& directory) {
 std::vector<std::string> case_passes(const TextCase& c, const check::PassRegistry& registry) {
   std::vector<std::string> names;
   try {
-    for (const check::PassInvocation& p : check::Pipeline::parse(c.pipeline, registry).passes()) names.push_back(p.name);
+    const check::Pipeline pipeline = check::Pipeline::parse(c.pipeline, registry);
+    for (const check::PassInvocation& p : pipeline.passes()) names.push_back(p.name);
   } catch (const std::exception&) {
     names.clear();
   }
