@@ -490,7 +490,7 @@ int run_gate(const GateArgs& args) {
       }
 
     // report: the HTML report (framework/report) is rendered from `results` here.
-    if (!args.junit.empty()) io::write_file_atomically(args.junit, gate_junit_xml(results));
+    if (!args.junit.empty()) io::write_file_atomically(args.junit, gate_junit_xml(results), "--junit file");
 
     int held = 0, failed = 0, skipped = 0;
     for (const GatePassResult& p : results.passes)
