@@ -83,7 +83,7 @@ TEST(FoldIdentityArith, FoldsTheTextGraphAsExpected) {
 TEST(FoldIdentityArith, HoldsThePassPropertiesOnTheTextGraphs) {
   for (const char* text : {kFoldable, kNegativeZero}) {
     auto graph = ir::parse_graph(text, "case");
-    testing::ExpectPassPreserves(registry(), "fold-identity-arith", *graph);
+    passcheck::testing::ExpectPassPreserves(registry(), "fold-identity-arith", *graph);
   }
 }
 
@@ -95,7 +95,7 @@ TEST(FoldIdentityArith, OutputsAreBitwiseEqualToTheUnfoldedGraphOnTheExecutor) {
   auto expected = exec::Executor(*before).run(inputs);
   auto actual = exec::Executor(*after).run(inputs);
   ASSERT_EQ(expected.size(), actual.size());
-  for (size_t i = 0; i < expected.size(); ++i) EXPECT_THAT(actual[i].toTensor(), testing::BitwiseEqual(expected[i].toTensor()));
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_THAT(actual[i].toTensor(), passcheck::testing::BitwiseEqual(expected[i].toTensor()));
 }
 
 // Puts `op`(v, scalar...) after a random float tensor value of the forward, its uses
@@ -109,7 +109,8 @@ void insert_identity(ir::Graph& graph, size_t pick, int which) {
   if (candidates.empty()) return;
   ir::Node* producer = candidates[pick % candidates.size()];
   ir::Value* v = producer->output(0);
-  std::vector<ir::Node*> order = graph.nodes();
+  std::vector<ir::Node*> order;
+  for (ir::Node* n : graph.nodes()) order.push_back(n);
   auto next = std::next(std::find(order.begin(), order.end(), producer));
   std::vector<ir::Arg> args = which == 0 ? std::vector<ir::Arg>{ir::Arg::of(v), ir::Arg::real(1.0)}
                                          : std::vector<ir::Arg>{ir::Arg::of(v), ir::Arg::integer(0), ir::Arg::integer(1)};
@@ -123,7 +124,7 @@ void insert_identity(ir::Graph& graph, size_t pick, int which) {
 // The fuzzer: passcheck's generated training programs (forward, loss, backward) with
 // identity arithmetic inserted, through the example pass behind the generic properties.
 TEST(FoldIdentityArith, HoldsThePropertiesOnGeneratedPrograms) {
-  testing::check_n(8, [](uint64_t seed, size_t pick, bool mul) {
+  passcheck::testing::check_n(25, [](uint64_t seed, size_t pick, bool mul) {
     gen::GeneratedCase c = gen::generate_case(seed);
     insert_identity(*c.graph, pick, mul ? 0 : 1);
     exec::InputOptions options;

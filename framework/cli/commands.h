@@ -275,6 +275,7 @@ struct GateArgs {
   std::string repo = ".";
   std::string junit;          ///< JUnit XML file ("" : none)
   double fuzz_seconds = 20;   ///< per pass, split between the fixed and a fresh seed
+  double mutant_seconds = 30; ///< per mutant the text cases and properties missed
   uint64_t seed = 1;          ///< the fixed fuzz seed
   int jobs = 1;
   std::string out = "gate-repros";

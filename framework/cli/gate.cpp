@@ -2,6 +2,7 @@
 // checks of every selected pass, the console summary and the JUnit XML. Exit codes:
 // 0 every check held, 1 a check failed, 2 bad input (no git repository, unknown ref).
 #include "framework/cli/gate.h"
+#include "framework/cli/gate_mutants.h"
 
 #include "framework/campaign/campaign.h"
 #include "framework/check/pass_properties.h"
@@ -381,22 +382,15 @@ class GateRunner {
         check.message = "caught by the properties on " + model;
         break;
       }
-    if (check.message.empty() && args_.fuzz_seconds > 0) {
-      campaign::CampaignOptions options = fuzz_options(m.pass, args_.seed);
-      options.baseline_pass = m.replaces;
-      options.max_failures = 1;
-      options.minimize = false;
-      try {
-        if (campaign::run_campaign(options, registry_).failure_count() > 0)
-          check.message = "caught by a fuzz campaign (seed " + std::to_string(args_.seed) + ")";
-      } catch (const std::invalid_argument&) {
-        // The generator cannot draw cases for this pass; nothing else to try.
-      }
+    if (check.message.empty() && args_.mutant_seconds > 0) {
+      const std::string caught = catch_mutant_on_generated_cases(m.pass, m.replaces, result.family, registry_,
+                                                                 args_.seed, args_.mutant_seconds);
+      if (!caught.empty()) check.message = "caught on " + caught;
     }
     if (check.message.empty()) {
       check.outcome = GateCheck::Outcome::Failed;
       check.message = m.pass + " (" + m.description + ") survived the text cases, the properties on every model" +
-                      (args_.fuzz_seconds > 0 ? " and a fuzz campaign" : "") + ": the checks of " + m.replaces +
+                      (args_.mutant_seconds > 0 ? " and generated cases" : "") + ": the checks of " + m.replaces +
                       " cannot tell it from the real pass";
     }
     check.seconds = seconds_since(start);
@@ -412,6 +406,8 @@ class GateRunner {
     options.out = (fs::path(args_.out) / pass).string();
     options.minimize_seconds = 30;
     options.max_failures = 1;
+    // The chunk passes need chunkable programs traced with a symbolic batch.
+    if (family_of_pass(pass, check::builtin_pass_families()) == "chunk") options.chunk = "batch";
     if (args_.mutant_as_pass.empty()) return options;
     // Cases replayed from a repro must build the same registry.
     options.registries = {"mutants"};
@@ -517,6 +513,10 @@ std::function<std::optional<int>()> add_gate_command(CLI::App& app) {
   cmd->add_option("--repo", args->repo, "The passcheck checkout (a git work tree)")->capture_default_str();
   cmd->add_option("--junit", args->junit, "Write JUnit XML here: a testsuite per pass, a testcase per check");
   cmd->add_option("--fuzz-seconds", args->fuzz_seconds, "Fuzz budget per pass (fixed seed and a fresh seed); 0: no fuzzing")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--mutant-seconds", args->mutant_seconds,
+                  "Budget per mutant the text cases and properties did not catch, on generated cases; 0: none")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "The fixed fuzz seed")->capture_default_str();
