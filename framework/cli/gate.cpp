@@ -12,6 +12,7 @@
 #include "framework/io/files.h"
 #include "oracles/pass_on_models.h"
 #include "oracles/models/subject.h"
+#include "passes/partition/budget_monotonicity.h"
 #include "suites/mutants/mutants.h"
 
 #include <CLI/CLI.hpp>
@@ -382,6 +383,14 @@ class GateRunner {
         check.message = "caught by the properties on " + model;
         break;
       }
+    // partition-min-cut's own promise: the generic properties hold for any budget, so only
+    // the budget ladder tells a mutant of the budget fallback from the pass.
+    if (check.message.empty() && m.replaces == "partition-min-cut")
+      for (const std::string& model : args_.models)
+        if (auto v = passes::budget_monotonicity_violation(*joint(model).graph, m.faults)) {
+          check.message = "caught by the memory-budget monotonicity on " + model + ": " + *v;
+          break;
+        }
     if (check.message.empty() && args_.mutant_seconds > 0) {
       const std::string caught = catch_mutant_on_generated_cases(m.pass, m.replaces, result.family, registry_,
                                                                  args_.seed, args_.mutant_seconds);

@@ -35,12 +35,19 @@ std::string with_mutant(const std::string& pipeline, const std::string& real, co
   return renamed ? check::Pipeline(passes, registry).str() : "";
 }
 
+// True when a pass of `pipeline` refuses the graph with check::RefusedInput (run pass by
+// pass: a Pipeline would report the refusal as a failure of the gate).
 bool refuses(const ir::Graph& graph, const std::string& pipeline, const check::PassRegistry& registry) {
-  try {
-    check::Pipeline::parse(pipeline, registry).run(*graph.clone());
-  } catch (const check::RefusedInput&) {
-    return true;
-  } catch (const std::exception&) {
+  std::unique_ptr<ir::Graph> g = graph.clone();
+  for (const check::PassInvocation& p : check::parse_pipeline(pipeline, registry)) {
+    const check::RegisteredPass& pass = registry.get(p.name);
+    try {
+      pass.run(*g, check::PassOptions(pass.info, p.options));
+    } catch (const check::RefusedInput&) {
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
   }
   return false;
 }
@@ -55,18 +62,26 @@ std::string differential(const ir::Graph& graph, uint64_t input_seed, int64_t in
   return v.empty() ? "" : mutant + ": " + v.front();
 }
 
-// The pipelines the AC coverage programs run `pass` in (one per policy or mode).
+// The pipelines the AC coverage programs run `pass` in, one per policy or mode (the same
+// as the AC decision mutant suite, suites/mutants/decision_mutants_ac_test.cpp).
 std::vector<std::string> ac_pipelines(const std::string& pass) {
-  if (pass == "sac-tag")
-    return {"ac-regions,sac-tag{policy=default},remat{rng=replay}", "ac-regions,sac-tag{policy=eager},remat{rng=replay}",
-            "ac-regions,sac-tag{policy=full},remat", "ac-regions,sac-tag{policy=op},remat{rng=replay}"};
-  if (pass == "apply-ac")
-    return {"ac-regions,apply-ac{mode=full},remat{rng=replay}", "ac-regions,apply-ac{mode=selective,option=2},remat{rng=replay}",
-            "ac-regions,apply-ac{mode=full},remat"};
-  if (pass == "remat")
-    return {"ac-regions,sac-tag{policy=default},remat{rng=replay}", "ac-regions,sac-tag{policy=full},remat{rng=replay}",
-            "ac-regions,sac-tag{policy=default},remat"};
-  return {oracles::pipeline_with_prerequisites(pass, "")};
+  const char* const policies[] = {"default", "eager", "full", "op"};
+  std::vector<std::string> out;
+  if (pass == "sac-tag") {
+    for (const char* p : policies) out.push_back(std::string("ac-regions,sac-tag{policy=") + p + "},remat{rng=replay}");
+    out.push_back("ac-regions,sac-tag{policy=default},remat");
+    out.push_back("ac-regions,sac-tag{policy=full},remat");
+  } else if (pass == "apply-ac") {
+    for (const char* m : {"{mode=full}", "{mode=selective,option=2}", "{mode=selective,option=op}"})
+      out.push_back(std::string("ac-regions,apply-ac") + m + ",remat{rng=replay}");
+    out.push_back("ac-regions,apply-ac{mode=full},remat");
+  } else if (pass == "remat") {
+    for (const char* p : policies) out.push_back(std::string("ac-regions,sac-tag{policy=") + p + "},remat{rng=replay}");
+    out.push_back("ac-regions,sac-tag{policy=default},remat");
+  } else {
+    for (const char* p : policies) out.push_back(pass + ",sac-tag{policy=" + p + "},remat{rng=replay}");
+  }
+  return out;
 }
 
 }  // namespace
