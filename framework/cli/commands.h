@@ -275,4 +275,24 @@ int run_capture(const CaptureArgs& args);
 /// its exit code (std::nullopt when it named another subcommand).
 std::function<std::optional<int>()> add_campaign_commands(CLI::App& app);
 
+/// `passcheck gate` (framework/cli/gate.cpp): the pass families touched since a git ref,
+/// checked with their text cases, the properties on every traced subject, their mutants
+/// and a fuzz budget.
+struct GateArgs {
+  std::string base = "origin/main";
+  std::string repo = ".";
+  std::string junit;          ///< JUnit XML file ("" : none)
+  double fuzz_seconds = 20;   ///< per pass, split between the fixed and a fresh seed
+  double mutant_seconds = 30; ///< per mutant the text cases and properties missed
+  uint64_t seed = 1;          ///< the fixed fuzz seed
+  int jobs = 1;
+  std::string out = "gate-repros";
+  std::vector<std::string> models;  ///< traced subjects of the properties (default: all)
+  std::string mutant_as_pass;       ///< a mutant checked under its real pass's name
+};
+
+/// Adds the gate subcommand to `app`; the returned function runs it when the command line
+/// named it (std::nullopt otherwise).
+std::function<std::optional<int>()> add_gate_command(CLI::App& app);
+
 }  // namespace passcheck::cli

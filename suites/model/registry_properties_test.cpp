@@ -3,6 +3,7 @@
 // numerics unless declared otherwise, and no peak-memory growth for memory-only
 // passes. A pass added to the registry is covered here without writing a test.
 #include "framework/exec/inputs.h"
+#include "oracles/pass_on_models.h"
 #include "oracles/training_driver.h"
 #include "suites/support/pass_oracle.h"
 #include "suites/support/traced_joint.h"
@@ -14,13 +15,6 @@
 namespace passcheck {
 namespace {
 
-// What a pass needs before it has work to do.
-std::string with_prerequisites(const std::string& pass, const std::string& model) {
-  if (pass == "remat") return "ac-regions,sac-tag{policy=eager},remat{rng=" + std::string(model == "dropout_mlp" ? "replay" : "error") + "}";
-  if (pass == "sac-tag" || pass == "apply-ac") return "ac-regions," + pass;
-  return pass;
-}
-
 class EveryPass : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryPass, HoldsItsDeclaredPropertiesOnEveryModel) {
@@ -28,18 +22,17 @@ TEST_P(EveryPass, HoldsItsDeclaredPropertiesOnEveryModel) {
   for (const std::string& model : models::available_subjects()) {
     SCOPED_TRACE(model);
     const testing::TracedJoint& m = testing::traced_joint(model);
-    auto records = testing::expect_pass_preserves(*m.graph, m.inputs, with_prerequisites(pass, model));
+    auto records = testing::expect_pass_preserves(*m.graph, m.inputs, oracles::pipeline_with_prerequisites(pass, model));
     EXPECT_FALSE(records.empty());
   }
 }
 
-// Every pass but chunk: it needs a graph traced with a symbolic dimension and is held to
-// its properties against the eager-chunked oracle instead (suites/model/chunking_test.cpp,
-// suites/property/chunk_fuzz_properties_test.cpp).
+// Every pass the registry properties hold on the traced subjects (all but chunk, which
+// suites/model/chunking_test.cpp and suites/property/chunk_fuzz_properties_test.cpp check).
 std::vector<std::string> registered_passes() {
   std::vector<std::string> names;
   for (const auto* p : check::PassRegistry::global().list())
-    if (p->info.name != "chunk") names.push_back(p->info.name);
+    if (oracles::runs_on_traced_subjects(p->info.name)) names.push_back(p->info.name);
   return names;
 }
 

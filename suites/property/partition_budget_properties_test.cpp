@@ -6,6 +6,7 @@
 // changes the cut, so they do not catch it).
 #include "generators/random_graph.h"
 #include "oracles/training_driver.h"
+#include "passes/partition/budget_monotonicity.h"
 #include "passes/partition/partition_passes.h"
 #include "suites/support/traced_joint.h"
 
@@ -20,41 +21,7 @@ namespace {
 
 const ir::Graph& traced_model(const std::string& model) { return *testing::traced_joint(model).graph; }
 
-/// The budgets the monotonicity property tries, largest first.
-const std::vector<double>& budget_ladder() {
-  static const std::vector<double> ladder = {1.0, 0.9, 0.75, 0.5, 0.25, 0.1, 0.0};
-  return ladder;
-}
-
-/// The partition-min-cut memory-budget property: along budget_ladder(), the saved bytes
-/// never grow as the budget shrinks. Returns the violation (both budgets and their
-/// bytes) or nullopt; nullopt too when min-cut refuses the graph. `faults` make a mutant.
-std::optional<std::string> budget_monotonicity_violation(const ir::Graph& joint,
-                                                                const check::InjectedFaults& faults = {}) {
-  const check::PassInfo info = passes::partition_min_cut_pass_info();
-  const check::PassOptions options = check::PassOptions(info, {}).with_faults(faults);
-  const passes::Classification classes = passes::classify_nodes(joint);
-  int64_t previous_bytes = 0;
-  double previous_budget = 0;
-  for (double budget : budget_ladder()) {
-    check::PassResult scratch;
-    check::Decisions d(scratch, options);
-    passes::MinCutOptions cut_options;
-    cut_options.memory_budget = budget;
-    int64_t bytes = 0;
-    try {
-      bytes = passes::min_cut_saved_values(joint, classes, cut_options, d).saved_bytes;
-    } catch (const check::RefusedInput&) {
-      return std::nullopt;
-    }
-    if (budget < 1.0 && bytes > previous_bytes)
-      return "memory-budget " + std::to_string(budget) + " saves " + std::to_string(bytes) + " bytes, more than the " +
-             std::to_string(previous_bytes) + " bytes of budget " + std::to_string(previous_budget);
-    previous_bytes = bytes;
-    previous_budget = budget;
-  }
-  return std::nullopt;
-}
+using passes::budget_monotonicity_violation;
 
 check::InjectedFaults fallback_mutant() {
   check::InjectedFaults f;

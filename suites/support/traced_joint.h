@@ -3,6 +3,7 @@
 // partitioner unit tests).
 #pragma once
 
+#include "oracles/pass_on_models.h"
 #include "oracles/training_driver.h"
 
 #include <map>
@@ -23,9 +24,8 @@ inline const TracedJoint& traced_joint(const std::string& model) {
   static std::map<std::string, TracedJoint> cache;
   auto it = cache.find(model);
   if (it != cache.end()) return it->second;
-  auto subject = models::make_subject(model, models::suite_options(model));
-  trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), false);
-  TracedJoint m{program.shared_graph(), program.make_graph_inputs(subject->batch(1))};
+  oracles::ModelJoint joint = oracles::trace_model_joint(model);
+  TracedJoint m{joint.graph, std::move(joint.inputs)};
   return cache.emplace(model, std::move(m)).first->second;
 }
 
