@@ -289,6 +289,7 @@ struct GateArgs {
   std::string out = "gate-repros";
   std::vector<std::string> models;  ///< traced subjects of the properties (default: all)
   std::string mutant_as_pass;       ///< a mutant checked under its real pass's name
+  std::string report;               ///< HTML report file ("" : none)
 };
 
 /// Adds the gate subcommand to `app`; the returned function runs it when the command line

@@ -8,6 +8,7 @@
 #include "framework/check/pass_properties.h"
 #include "framework/check/pipeline.h"
 #include "framework/cli/commands.h"
+#include "framework/cli/report_commands.h"
 #include "framework/cli/text_cases.h"
 #include "framework/io/files.h"
 #include "oracles/pass_on_models.h"
@@ -462,8 +463,44 @@ class GateRunner {
   uint64_t fresh_seed_ = std::random_device{}();
 };
 
+const char* outcome_name(GateCheck::Outcome outcome) {
+  switch (outcome) {
+    case GateCheck::Outcome::Held: return "held";
+    case GateCheck::Outcome::Failed: return "FAILED";
+    case GateCheck::Outcome::Skipped: return "skipped";
+  }
+  return "?";
+}
+
+// The gate's report: what changed, what it selected and why, one table of checks per
+// selected pass, and the passes it skipped.
+void add_gate_sections(report::Report& html, const GateResults& results) {
+  html.add_fact("base", results.base);
+  html.add_fact("changed files", std::to_string(results.changed_files.size()));
+  std::string selected;
+  for (const std::string& f : results.selection.families) selected += (selected.empty() ? "" : ", ") + f;
+  html.add_fact("selected families", selected.empty() ? "none" : selected);
+  report::Table selection{"selection", {"changed file -> families"}, {}};
+  for (const std::string& reason : results.selection.reasons) selection.rows.push_back({reason});
+  html.add_table(selection);
+  for (const GatePassResult& pass : results.passes) {
+    report::Table checks{"pass " + pass.pass + " (family " + pass.family + ")", {"check", "outcome", "seconds", "detail"}, {}};
+    for (const GateCheck& c : pass.checks) {
+      std::ostringstream seconds;
+      seconds.precision(3);
+      seconds << c.seconds;
+      checks.rows.push_back({c.name, outcome_name(c.outcome), seconds.str(), c.message});
+    }
+    html.add_table(checks);
+  }
+  report::Table skipped{"skipped passes", {"pass"}, {}};
+  for (const std::string& s : results.skipped_passes) skipped.rows.push_back({s});
+  html.add_table(skipped);
+}
+
 int run_gate(const GateArgs& args) {
-  return guarded("gate", [&] {
+  report::Report html("gate", current_command_line());
+  return guarded("gate", [&] { return run_reported(args.report, html, [&] {
     GateResults results;
     results.base = args.base;
     results.changed_files = changed_files(args.repo, args.base, results.repo);
@@ -494,7 +531,7 @@ int run_gate(const GateArgs& args) {
         results.passes.push_back(runner.run_pass(pass, family.name));
       }
 
-    // report: the HTML report (framework/report) is rendered from `results` here.
+    add_gate_sections(html, results);
     if (!args.junit.empty()) io::write_file_atomically(args.junit, gate_junit_xml(results), "--junit file");
 
     int held = 0, failed = 0, skipped = 0;
@@ -507,8 +544,10 @@ int run_gate(const GateArgs& args) {
     std::cout << "gate: " << results.passes.size() << " passes checked, " << results.skipped_passes.size()
               << " skipped; checks: " << held << " held, " << failed << " failed, " << skipped << " skipped\n";
     std::cout << "gate: " << (results.held() ? "PASS" : "FAIL") << "\n";
+    html.set_verdict(results.held() ? 0 : 1, "gate: " + std::to_string(results.passes.size()) + " passes checked, " +
+                                                 std::to_string(failed) + " checks failed");
     return results.held() ? 0 : 1;
-  });
+  }); });
 }
 
 }  // namespace
@@ -533,6 +572,7 @@ std::function<std::optional<int>()> add_gate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Directory of the fuzz repro files")->capture_default_str();
   cmd->add_option("--models", args->models, "Traced subjects the properties run on (default: all)")->delimiter(',');
+  cmd->add_option("--report", args->report, "Write an HTML report of the gate's selection and checks here (docs/reports.md)");
   cmd->add_option("--mutant-as-pass", args->mutant_as_pass,
                   "Check a known-buggy pass under its real pass's name (shows the gate failing)");
   return [args, cmd]() -> std::optional<int> {

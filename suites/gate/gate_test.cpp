@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace passcheck {
@@ -67,8 +68,8 @@ class Gate : public ::testing::Test {
 
 TEST_F(Gate, AOneLineChangeSelectsOnlyThatFamily) {
   commit_line(std::string("passes/") + kFamily + "/x.cpp", "// one more line");
-  const std::string junit = dir_ + "/gate.xml";
-  auto r = gate("--junit " + quote(junit));
+  const std::string junit = dir_ + "/gate.xml", html = dir_ + "/gate.html";
+  auto r = gate("--junit " + quote(junit) + " --report " + quote(html));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(std::string("passes/") + kFamily + "/x.cpp -> family " + kFamily), std::string::npos)
       << r.output;
@@ -98,6 +99,14 @@ TEST_F(Gate, AOneLineChangeSelectsOnlyThatFamily) {
                                    std::string("mutant ") + kFamilyMutant, std::string("fuzz seed 1")})
     EXPECT_NE(xml.output.find(std::string(kFamilyPass) + " | " + check + " | ok"), std::string::npos)
         << check << "\n" << xml.output;
+
+  // The HTML report holds the verdict, the selection and the pass's table of checks.
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("PASSED"), std::string::npos);
+  EXPECT_NE(page.find(std::string("passes/") + kFamily + "/x.cpp -&gt; family " + kFamily), std::string::npos);
+  EXPECT_NE(page.find(std::string("pass ") + kFamilyPass + " (family " + kFamily + ")"), std::string::npos);
+  EXPECT_NE(page.find("skipped passes"), std::string::npos);
 }
 
 TEST_F(Gate, ADocsOnlyChangeSelectsNothing) {
@@ -125,8 +134,12 @@ TEST_F(Gate, BadInputExitsTwo) {
 TEST_F(Gate, FailsWhenTheFamilysMutantStandsInForItsPass) {
   commit_line(std::string("passes/") + kFamily + "/x.cpp", "// one more line");
   const std::string junit = dir_ + "/gate.xml";
-  auto r = gate(std::string("--mutant-as-pass ") + kFamilyMutant + " --junit " + quote(junit));
+  const std::string html = dir_ + "/gate.html";
+  auto r = gate(std::string("--mutant-as-pass ") + kFamilyMutant + " --junit " + quote(junit) + " --report " + quote(html));
   EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("FAILED"), std::string::npos);
   EXPECT_NE(r.output.find("FAILED  text cases"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("gate: FAIL"), std::string::npos) << r.output;
   auto xml = run_command("grep -c '<failure' " + quote(junit));
