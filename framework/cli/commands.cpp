@@ -137,7 +137,15 @@ int run_graph_file(const RunArgs& args) {
     input_options.seed = args.seed;
     input_options.int_high = args.int_high;
     input_options.max_bytes = args.memory_budget;
-    std::vector<c10::IValue> outputs = executor.run(exec::make_inputs(*graph, input_options));
+    std::vector<c10::IValue> inputs;
+    if (args.inputs_file.empty()) {
+      inputs = exec::make_inputs(*graph, input_options);
+    } else {
+      inputs = exec::load_inputs(args.inputs_file, graph->inputs());
+      at::manual_seed(args.seed);  // random ops draw what Python draws after torch.manual_seed(seed)
+    }
+    std::vector<c10::IValue> outputs = executor.run(inputs);
+    if (!args.save_outputs.empty()) exec::save_values(args.save_outputs, outputs);
     const auto& stats = executor.last_stats();
     std::cout << args.file << ": ran " << stats.nodes_run << " nodes; peak live bytes " << stats.peak_live_bytes
               << " (inputs " << stats.input_bytes << ")\n";

@@ -66,6 +66,11 @@ struct RunArgs {
   std::string device;
   /// Memory budget in bytes for the inputs and the run (exec::ExecutorOptions::max_bytes).
   int64_t memory_budget = exec::kDefaultMemoryBudget;
+  /// Run on the values of this torch.save archive (python/passcheck_fx save_inputs)
+  /// instead of generated inputs; the default generator is seeded with `seed` first.
+  std::string inputs_file;
+  /// Write the outputs here as a torch.save-compatible archive of a list.
+  std::string save_outputs;
 };
 int run_graph_file(const RunArgs& args);
 
@@ -90,6 +95,7 @@ struct EquivArgs {
   std::string device;    ///< move both graphs to this device first (empty: as written)
   bool mutants = false;  ///< --pipeline may name the known-buggy passes
   int64_t memory_budget = exec::kDefaultMemoryBudget;  ///< for the inputs and each run
+  std::string inputs_file;  ///< a torch.save archive of A's inputs instead of generated ones
 };
 int run_equiv(const EquivArgs& args);
 

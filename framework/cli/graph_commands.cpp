@@ -114,8 +114,10 @@ int run_equiv(const EquivArgs& args) {
     options.int_high = args.int_high;
     options.rng_seed = args.seed;
     options.max_bytes = args.memory_budget;
+    options.inputs_file = args.inputs_file;
     EquivReport report = b.module ? compare_graph_with_module(*a, *b.module, options) : compare_graphs(*a, *b.graph, options);
-    std::cout << "passcheck equiv: A " << args.a << ", B " << b_name << ", seed " << args.seed << "\n"
+    std::cout << "passcheck equiv: A " << args.a << ", B " << b_name << ", seed " << args.seed
+              << (args.inputs_file.empty() ? "" : ", inputs " + args.inputs_file) << "\n"
               << report.format();
     return report.equal() ? 0 : 1;
   });

@@ -102,6 +102,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--device", run.device, "Move the graph to this device first: cpu, cuda (runs a trace --meta file)");
   run_cmd->add_option("--memory-budget", run.memory_budget, "Most bytes the inputs and the run may take (2GiB, 512MiB, 0: none)")
       ->transform(CLI::AsSizeValue(false))->capture_default_str();
+  run_cmd->add_option("--inputs", run.inputs_file, "Run on the inputs of this torch.save archive (passcheck_fx.save_inputs)");
+  run_cmd->add_option("--save-outputs", run.save_outputs, "Write the outputs to this torch.save-compatible archive");
 
   OptArgs opt;
   auto* opt_cmd = app.add_subcommand("opt", "Run a pipeline on a graph file behind the gate and print the resulting graph");
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
   equiv_cmd->add_flag("--mutants", equiv.mutants, "Also register the known-buggy passes (mutant-...)");
   equiv_cmd->add_option("--memory-budget", equiv.memory_budget, "Most bytes the inputs and each run may take (2GiB, 512MiB, 0: none)")
       ->transform(CLI::AsSizeValue(false))->capture_default_str();
+  equiv_cmd->add_option("--inputs", equiv.inputs_file, "A's inputs from this torch.save archive (passcheck_fx.save_inputs)");
 
   CheckArgs check;
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");

@@ -280,6 +280,12 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
                 names[node] = node.name
         elif node.op == "placeholder":
             names[node] = node.name
+        elif node.op == "call_function":
+            raise ExportError(f"node '{node.name}': target {getattr(node.target, '__name__', node.target)!r} is not "
+                              "an aten OpOverload (trace with make_fx / AOTAutograd to get aten ops)")
+        elif node.op != "output":
+            raise ExportError(f"node '{node.name}': op '{node.op}' (target {node.target!r}) cannot be exported; "
+                              "only placeholders, aten OpOverload calls, getitem and the output are")
         used_names.add(node.name)
 
     def ref(value, where):
@@ -342,12 +348,6 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
                 if not isinstance(v, torch.fx.Node):
                     raise ExportError(f"output {i} is {v!r}, not a node's value (passcheck graphs return values only)")
             result = "  return (" + ", ".join(ref(v, f"output '{v.name}'") for v in values) + ")"
-        elif node.op == "call_function":
-            raise ExportError(f"{where}: target {getattr(node.target, '__name__', node.target)!r} is not an aten "
-                              "OpOverload (trace with make_fx / AOTAutograd to get aten ops)")
-        else:
-            raise ExportError(f"{where}: op '{node.op}' (target {node.target!r}) cannot be exported; "
-                              "only placeholders, aten OpOverload calls, getitem and the output are")
     if result is None:
         raise ExportError("the graph has no output node")
     lines = [f"# {line}" for line in (header or "").splitlines()]

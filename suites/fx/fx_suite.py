@@ -1,0 +1,296 @@
+#!/usr/bin/python3
+"""The FX bridge tests (CTest label fx; docs/verifying-a-python-pass.md).
+
+  fx_suite.py --passcheck BIN roundtrip --shard I/N   make_fx joint graphs of the corpus
+  fx_suite.py --passcheck BIN llama                   the Python llama3-debug-shaped model
+  fx_suite.py --passcheck BIN upstream PASS           cse | dce | min-cut | default-partition
+  fx_suite.py --passcheck BIN broken-cse              a wrong CSE is caught by equiv
+  fx_suite.py --passcheck BIN export-errors           unmappable nodes are named
+
+roundtrip/llama: each graph is exported, run by `passcheck run --inputs` on the inputs
+Python used, and every output equals Python eager bit for bit. upstream: PyTorch's own
+pass runs on make_fx graphs; `passcheck equiv before after --inputs` must prove the
+result equal. Each prints a summary line with its counts; exit 0 only when every check held.
+"""
+import argparse
+import copy
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "python", "conformance"), HERE]
+try:
+    import networkx  # noqa: F401
+except ImportError:  # functorch's min-cut partitioner imports it for one max-flow call
+    sys.path.insert(0, os.path.join(HERE, "shim"))
+
+import torch  # noqa: E402
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+from torch.utils import _pytree as pytree  # noqa: E402
+
+import make_fx_reference as corpus  # noqa: E402
+import passcheck_fx  # noqa: E402
+
+SEED = 0
+# Programs whose graphs make_fx cannot give passcheck, with the reason (printed, counted).
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+    print("FAIL " + message, flush=True)
+
+
+def passcheck(args, *cmd, expect=(0,)):
+    proc = subprocess.run([args.passcheck, *cmd], capture_output=True, text=True)
+    if proc.returncode not in expect:
+        return proc, False
+    return proc, True
+
+
+def corpus_cases():
+    """(name, step, inputs) of every corpus program make_fx traces."""
+    for program in corpus.parse_corpus(corpus.DEFAULT_CORPUS):
+        yield program["name"], corpus.make_step(program), lambda p=program: corpus.example_inputs(p)
+
+
+def trace(step, make_inputs):
+    try:
+        return make_fx(step)(*make_inputs())
+    except Exception as error:  # data-dependent programs (masked_select) are refused by make_fx
+        return f"make_fx refused: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+
+
+def eager(step, inputs):
+    torch.manual_seed(SEED)
+    return step(*[t.detach().clone().requires_grad_(t.requires_grad) for t in inputs])
+
+
+def roundtrip_one(args, tmp, name, step, make_inputs, kinds=None):
+    gm = trace(step, make_inputs)
+    if isinstance(gm, str):
+        print(f"skip {name}: {gm}")
+        return None
+    inputs = make_inputs()
+    try:
+        text = passcheck_fx.export_graph(gm, kinds, example_inputs=inputs)
+    except passcheck_fx.ExportError as error:
+        fail(f"{name}: export: {error}")
+        return False
+    graph, archive, outputs = (os.path.join(tmp, f"{name}.{ext}") for ext in ("graph", "in.pt", "out.pt"))
+    with open(graph, "w") as f:
+        f.write(text)
+    passcheck_fx.save_inputs(archive, inputs)
+    proc, ok = passcheck(args, "run", graph, "--inputs", archive, "--save-outputs", outputs, "--seed", str(SEED))
+    if not ok:
+        fail(f"{name}: passcheck run exited {proc.returncode}: {proc.stderr.strip()[-600:]}")
+        return False
+    got, expected = passcheck_fx.load_outputs(outputs), eager(step, inputs)
+    if len(got) != len(expected):
+        fail(f"{name}: {len(got)} outputs from passcheck, {len(expected)} from eager")
+        return False
+    for i, (a, b) in enumerate(zip(expected, got)):
+        if not passcheck_fx.bitwise_equal(a.detach() if isinstance(a, torch.Tensor) else a, b):
+            fail(f"{name}: output {i} differs from eager")
+            return False
+    print(f"ok {name}: {len(got)} outputs bitwise equal to eager")
+    return True
+
+
+def run_roundtrip(args, tmp):
+    index, count = (int(x) for x in args.shard.split("/"))
+    cases = [c for i, c in enumerate(corpus_cases()) if i % count == index]
+    results = [roundtrip_one(args, tmp, *case) for case in cases]
+    print(f"roundtrip shard {args.shard}: {results.count(True)} of {len(cases)} programs bitwise equal, "
+          f"{results.count(None)} refused by make_fx, {results.count(False)} failed")
+
+
+def run_llama(args, tmp):
+    import llama_debug
+    step, inputs, kinds = llama_debug.make_case()
+    result = roundtrip_one(args, tmp, "llama3_debug", step, lambda: [t.detach().clone().requires_grad_(t.requires_grad)
+                                                                        for t in inputs], kinds)
+    if result is None:
+        fail("llama3_debug: make_fx refused the model")
+
+
+# ---- translation validation of upstream passes -------------------------------------------
+
+def joint_for_partitioner(gm, n_outputs):
+    """functorch's partitioners read the forward/backward split from the output spec."""
+    gm._out_spec = pytree.tree_flatten(((0,), tuple(range(1, n_outputs))))[1]
+    return gm
+
+
+def equiv(args, tmp, name, before_text, after_text, inputs, expect):
+    before, after, archive = (os.path.join(tmp, f"{name}.{x}") for x in ("before.graph", "after.graph", "in.pt"))
+    for path, text in ((before, before_text), (after, after_text)):
+        with open(path, "w") as f:
+            f.write(text)
+    passcheck_fx.save_inputs(archive, inputs)
+    proc = subprocess.run([args.passcheck, "equiv", before, after, "--inputs", archive, "--seed", str(SEED)],
+                          capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def apply_upstream(pass_name, gm, inputs):
+    """(after text, changed) of PyTorch's own pass on a copy of gm."""
+    from torch.fx.passes.dialect.common.cse_pass import CSEPass, get_CSE_banned_ops
+    before_nodes = len(gm.graph.nodes)
+    if pass_name == "cse":
+        out = CSEPass(banned_ops=get_CSE_banned_ops())(copy.deepcopy(gm)).graph_module
+        return passcheck_fx.export_graph(out, example_inputs=inputs), len(out.graph.nodes) != before_nodes
+    if pass_name == "dce":
+        out = copy.deepcopy(gm)
+        changed = out.graph.eliminate_dead_code()
+        out.recompile()
+        return passcheck_fx.export_graph(out, example_inputs=inputs), bool(changed)
+    from functorch.compile import default_partition, min_cut_rematerialization_partition
+    n_outputs = len([n for n in gm.graph.nodes if n.op == "output"][0].args[0])
+    joint = joint_for_partitioner(copy.deepcopy(gm), n_outputs)
+    partition = min_cut_rematerialization_partition if pass_name == "min-cut" else default_partition
+    forward, backward = partition(joint, inputs)
+    return passcheck_fx.export_partitioned(gm, forward, backward, 1), True
+
+
+def run_upstream(args, tmp):
+    verified = changed_count = 0
+    for name, step, make_inputs in corpus_cases():
+        gm = trace(step, make_inputs)
+        if isinstance(gm, str):
+            continue
+        inputs = make_inputs()
+        try:
+            before = passcheck_fx.export_graph(gm, example_inputs=inputs)
+            after, changed = apply_upstream(args.pass_name, gm, inputs)
+        except passcheck_fx.ExportError as error:
+            fail(f"{name}: export: {error}")
+            continue
+        except Exception as error:  # the upstream pass itself refused the graph
+            print(f"skip {name}: {args.pass_name} raised {type(error).__name__}: {str(error).splitlines()[0][:200]}")
+            continue
+        rc, out = equiv(args, tmp, name, before, after, inputs, 0)
+        if rc == 0:
+            verified += 1
+            changed_count += changed
+            print(f"ok {name}: {args.pass_name} {'changed the graph' if changed else 'left it alone'}; equivalent")
+        else:
+            fail(f"{name}: {args.pass_name}: passcheck equiv exited {rc}:\n{out.strip()[-1500:]}")
+        if args.limit and verified >= args.limit:
+            break
+    print(f"upstream {args.pass_name}: verified on {verified} graphs ({changed_count} changed by the pass), "
+          f"{len(failures)} failed")
+    if verified < 10:
+        fail(f"{args.pass_name}: verified on only {verified} graphs (need 10)")
+
+
+# ---- a wrong CSE and unmappable graphs ---------------------------------------------------
+
+def broken_cse(gm, key):
+    """A CSE that merges nodes whose key(node) is equal: with a key that ignores what the
+    real pass compares, it merges nodes that compute different values."""
+    seen, changed = {}, False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function":
+            continue
+        k = key(node)
+        if k in seen:
+            node.replace_all_uses_with(seen[k])
+            gm.graph.erase_node(node)
+            changed = True
+        else:
+            seen[k] = node
+    gm.recompile()
+    return changed
+
+
+def run_broken_cse(args, tmp):
+    def twice_random(x):
+        return torch.rand_like(x) * x + torch.rand_like(x)
+
+    def two_scalings(x):
+        return (x * 2.0).sum() + (x * 3.0).sum()
+
+    ignores_scalars = lambda n: (n.target, tuple(a for a in n.args if isinstance(a, torch.fx.Node)))  # noqa: E731
+    merges_random = lambda n: (n.target, tuple(map(str, n.args)))  # noqa: E731
+    caught = 0
+    for name, fn, key in (("merges_random_ops", twice_random, merges_random),
+                          ("ignores_scalar_args", two_scalings, ignores_scalars)):
+        inputs = [torch.randn(4, 3, generator=torch.Generator().manual_seed(1))]
+        gm = make_fx(fn)(*inputs)
+        before = passcheck_fx.export_graph(gm, example_inputs=inputs)
+        if not broken_cse(gm, key):
+            fail(f"{name}: the broken CSE changed nothing, so the test shows nothing")
+            continue
+        rc, out = equiv(args, tmp, name, before, passcheck_fx.export_graph(gm, example_inputs=inputs), inputs, 1)
+        if rc == 1 and "DIFFERENT" in out:
+            caught += 1
+            print(f"ok {name}: equiv exited 1 (DIFFERENT)")
+        else:
+            fail(f"{name}: equiv exited {rc}, expected 1:\n{out.strip()[-800:]}")
+    # Upstream's own default: CSEPass() without banned_ops merges random ops too.
+    from torch.fx.passes.dialect.common.cse_pass import CSEPass
+    inputs = [torch.randn(4, 3)]
+    gm = make_fx(twice_random)(*inputs)
+    before = passcheck_fx.export_graph(gm, example_inputs=inputs)
+    after = passcheck_fx.export_graph(CSEPass()(gm).graph_module, example_inputs=inputs)
+    rc, out = equiv(args, tmp, "cse_default_banned_ops", before, after, inputs, 1)
+    print(f"{'ok' if rc == 1 else 'FAIL'} CSEPass() with no banned ops on two rand_like: equiv exited {rc}")
+    if rc != 1:
+        fail("CSEPass() merging two rand_like was not caught")
+    print(f"broken-cse: {caught + (rc == 1)} of 3 wrong variants caught")
+
+
+def run_export_errors(args, tmp):
+    def f(x):
+        return torch.relu(x) + 1
+
+    cases = [("a torch-level call (symbolic_trace)", torch.fx.symbolic_trace(f), "relu"),
+             ("a get_attr constant", make_fx(lambda x: x + torch.tensor([1.0, 2.0, 3.0]))(torch.randn(2, 3)),
+              "_tensor_constant0")]
+    for what, gm, expected_node in cases:
+        try:
+            passcheck_fx.export_graph(gm)
+            fail(f"{what}: exported without an error")
+        except passcheck_fx.ExportError as error:
+            if f"'{expected_node}'" in str(error):
+                print(f"ok {what}: {error}")
+            else:
+                fail(f"{what}: the error does not name node '{expected_node}': {error}")
+    # The command line: exit 2 and the node's name on stderr.
+    saved = os.path.join(tmp, "traced.pt")
+    torch.save(cases[0][1], saved)
+    proc = subprocess.run([sys.executable, "-m", "passcheck_fx", "export", saved, "-o", os.path.join(tmp, "x.graph")],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
+    if proc.returncode == 2 and "'relu'" in proc.stderr:
+        print(f"ok CLI: exit 2: {proc.stderr.strip()}")
+    else:
+        fail(f"CLI: exit {proc.returncode}, stderr {proc.stderr.strip()[-400:]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--passcheck", required=True)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("roundtrip").add_argument("--shard", default="0/1")
+    sub.add_parser("llama")
+    up = sub.add_parser("upstream")
+    up.add_argument("pass_name", choices=["cse", "dce", "min-cut", "default-partition"])
+    up.add_argument("--limit", type=int, default=0, help="stop after this many verified graphs (0: all)")
+    sub.add_parser("broken-cse")
+    sub.add_parser("export-errors")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="passcheck-fx-") as tmp:
+        {"roundtrip": run_roundtrip, "llama": run_llama, "upstream": run_upstream, "broken-cse": run_broken_cse,
+         "export-errors": run_export_errors}[args.command](args, tmp)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
