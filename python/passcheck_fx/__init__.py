@@ -8,9 +8,9 @@ run --save-outputs` wrote.
 """
 import torch
 
-from .exporter import ExportError, export_graph, export_partitioned, format_constant
+from .exporter import ExportError, export_graph, export_partitioned, format_constant, lifted_constants
 
-__all__ = ["ExportError", "export_graph", "export_partitioned", "format_constant", "dump", "dump_partitioned",
+__all__ = ["ExportError", "export_graph", "export_partitioned", "format_constant", "lifted_constants", "dump", "dump_partitioned",
            "save_inputs", "load_outputs", "bitwise_equal"]
 
 
@@ -30,9 +30,12 @@ def dump_partitioned(path, joint, forward, backward, num_fwd_outputs, kinds=None
 
 
 def save_inputs(path, tensors):
-    """A torch.save archive of the list of inputs in graph-input order (tensors detached,
-    other values as they are), readable by LibTorch's torch::pickle_load."""
-    values = [t.detach() if isinstance(t, torch.Tensor) else t for t in tensors]
+    """A torch.save archive of the inputs in graph-input order (tensors detached, other
+    values as they are), readable by LibTorch's torch::pickle_load. The sequence is
+    pickled as a tuple: Python pickles a one-element list with the APPEND opcode, which
+    LibTorch 1.13's unpickler does not know ("Unknown opcode for unpickling at 0x61");
+    passcheck accepts a list or a tuple."""
+    values = tuple(t.detach() if isinstance(t, torch.Tensor) else t for t in tensors)
     torch.save(values, path)
     return path
 

@@ -249,13 +249,28 @@ def _schema_arguments(node, ref):
 _MISSING = object()
 
 
-def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=None):
+def _attr(gm, node):
+    value = gm
+    for part in node.target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def lifted_constants(gm):
+    """The tensors of gm's get_attr nodes in graph order: the trailing inputs
+    export_graph(..., lift_constants=True) declares for them."""
+    return [_attr(gm, n) for n in gm.graph.nodes if n.op == "get_attr"]
+
+
+def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=None, lift_constants=False):
     """passcheck graph text of `gm` (a torch.fx GraphModule of aten OpOverloads).
 
     kinds: placeholder name -> "param" | "buffer" | "arg" (others: by name prefix
     "param_"/"buffer_", else "arg"). example_inputs: run ShapeProp when a node has no
     `val`/`tensor_meta`. meta_from: a GraphModule whose same-named nodes lend their types
-    (a partitioner's output graphs take them from the joint graph)."""
+    (a partitioner's output graphs take them from the joint graph). lift_constants: tensor
+    constants (get_attr nodes, e.g. make_fx's _tensor_constant0) become trailing `buffer`
+    inputs, whose values lifted_constants(gm) returns; otherwise they are an error."""
     _ensure_meta(gm, example_inputs, meta_from)
     graph = gm.graph
     names = {}       # fx node -> passcheck value name (a multi-output node has none)
@@ -280,6 +295,10 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
                 names[node] = node.name
         elif node.op == "placeholder":
             names[node] = node.name
+        elif node.op == "get_attr" and lift_constants:
+            if not isinstance(_attr(gm, node), torch.Tensor):
+                raise ExportError(f"node '{node.name}': get_attr '{node.target}' is not a tensor")
+            names[node] = node.name
         elif node.op == "call_function":
             raise ExportError(f"node '{node.name}': target {getattr(node.target, '__name__', node.target)!r} is not "
                               "an aten OpOverload (trace with make_fx / AOTAutograd to get aten ops)")
@@ -298,7 +317,7 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
             return "[" + ", ".join(ref(v, where) for v in value) + "]"
         return format_constant(value, where)
 
-    inputs, body, result = [], [], None
+    inputs, body, result, lifted = [], [], None, []
     for node in graph.nodes:
         where = f"node '{node.name}'"
         if node.op == "placeholder":
@@ -309,6 +328,8 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
             inputs.append(f"    {_input_kind(node.name, kinds)} %{_check_name(node.name, where)} : {_describe(val, where)}")
         elif node.op == "call_function" and node.target is operator.getitem:
             names[node] = node.name
+        elif node.op == "get_attr":
+            lifted.append(f"    buffer %{_check_name(node.name, where)} : {_describe(_attr(gm, node), where)}")
         elif node.op == "call_function" and _is_op_overload(node.target):
             op = _op_name(node)
             where = f"node '{node.name}' ({op})"
@@ -350,6 +371,7 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
             result = "  return (" + ", ".join(ref(v, f"output '{v.name}'") for v in values) + ")"
     if result is None:
         raise ExportError("the graph has no output node")
+    inputs += lifted
     lines = [f"# {line}" for line in (header or "").splitlines()]
     lines.append("graph(\n" + ",\n".join(inputs) + "):" if inputs else "graph():")
     lines += body

@@ -55,23 +55,28 @@ class Attention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, dim, hidden):
+    def __init__(self, dim, hidden, gate="silu"):
         super().__init__()
+        self.gate = gate
         self.w1 = nn.Linear(dim, hidden, bias=False)
         self.w2 = nn.Linear(hidden, dim, bias=False)
         self.w3 = nn.Linear(dim, hidden, bias=False)
 
     def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        h = self.w1(x)
+        # "sigmoid" spells silu out: make_fx (1.13) records silu's backward as its
+        # composite formula while eager runs the fused kernel, whose bits differ.
+        gated = F.silu(h) if self.gate == "silu" else h * torch.sigmoid(h)
+        return self.w2(gated * self.w3(x))
 
 
 class Block(nn.Module):
-    def __init__(self, dim, n_heads, hidden):
+    def __init__(self, dim, n_heads, hidden, gate):
         super().__init__()
         self.attention_norm = RMSNorm(dim)
         self.attention = Attention(dim, n_heads)
         self.ffn_norm = RMSNorm(dim)
-        self.feed_forward = FeedForward(dim, hidden)
+        self.feed_forward = FeedForward(dim, hidden, gate)
 
     def forward(self, x, cos, sin):
         h = x + self.attention(self.attention_norm(x), cos, sin)
@@ -79,10 +84,10 @@ class Block(nn.Module):
 
 
 class Llama(nn.Module):
-    def __init__(self, vocab=128, dim=64, n_layers=2, n_heads=4, hidden=192, max_seq=16, theta=10000.0):
+    def __init__(self, vocab=128, dim=64, n_layers=2, n_heads=4, hidden=192, max_seq=16, theta=10000.0, gate="silu"):
         super().__init__()
         self.tok_embeddings = nn.Embedding(vocab, dim)
-        self.layers = nn.ModuleList([Block(dim, n_heads, hidden) for _ in range(n_layers)])
+        self.layers = nn.ModuleList([Block(dim, n_heads, hidden, gate) for _ in range(n_layers)])
         self.norm = RMSNorm(dim)
         self.output = nn.Linear(dim, vocab, bias=False)
         head_dim = dim // n_heads
@@ -99,11 +104,11 @@ class Llama(nn.Module):
         return self.output(self.norm(h))
 
 
-def make_case(seed=0, batch=2, seq=16, vocab=128):
+def make_case(seed=0, batch=2, seq=16, vocab=128, gate="silu"):
     """(step, inputs, kinds): step(*params, *buffers, tokens, targets) returns
     [loss, *parameter gradients]; kinds maps make_fx's placeholder names to roles."""
     torch.manual_seed(seed)
-    model = Llama(vocab=vocab, max_seq=seq)
+    model = Llama(vocab=vocab, max_seq=seq, gate=gate)
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
     names = list(params) + list(buffers)
