@@ -126,6 +126,18 @@ def _describe(meta, where):
     raise ExportError(f"{where}: no passcheck type for {type(meta).__name__}")
 
 
+_SCALAR_EXAMPLES = {"bool": False, "int": 0, "float": 0.0}
+
+
+def _scalar_returns(node):
+    """Example values of the schema's return types when they are all bool/int/float."""
+    kinds = [str(r.type) for r in node.target._schema.returns]
+    if not kinds or any(k not in _SCALAR_EXAMPLES for k in kinds):
+        return None
+    examples = [_SCALAR_EXAMPLES[k] for k in kinds]
+    return examples if len(examples) > 1 else examples[0]
+
+
 def _node_value_meta(node):
     if "val" in node.meta:
         return node.meta["val"], True
@@ -338,6 +350,8 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
                 by_index = {u.args[1]: _node_value_meta(u) for u in node.users if u.target is operator.getitem}
                 if all(by_index.get(i, (None, False))[1] for i in range(len(outputs_of[node]))):
                     val, found = [by_index[i][0] for i in range(len(outputs_of[node]))], True
+            if not found and _scalar_returns(node) is not None:  # a bool/int/float result carries no tensor meta
+                val, found = _scalar_returns(node), True
             if not found and node.target._schema.returns:
                 raise ExportError(f"{where} has no type (no meta['val'] or meta['tensor_meta']; "
                                   "pass example_inputs to run ShapeProp)")

@@ -72,7 +72,8 @@ def corpus_cases():
 
 def trace(step, make_inputs):
     try:
-        return make_fx(step)(*make_inputs())
+        inputs = make_inputs()
+        return make_fx(step)(*inputs)
     except Exception as error:  # data-dependent programs (masked_select) are refused by make_fx
         return f"make_fx refused: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
 
@@ -158,10 +159,32 @@ def run_llama(args, tmp):
 
 # ---- translation validation of upstream passes -------------------------------------------
 
-def joint_for_partitioner(gm, n_outputs):
-    """functorch's partitioners read the forward/backward split from the output spec."""
-    gm._out_spec = pytree.tree_flatten(((0,), tuple(range(1, n_outputs))))[1]
-    return gm
+def aot_joint(program):
+    """(joint, inputs) in AOTAutograd's form, which functorch's partitioners expect:
+    joint(primals, tangents) returns ((loss,), gradients), the backward seeded by the
+    tangent placeholder (make_fx names them primals_i / tangents_i)."""
+    names = [i["name"] for i in program["inputs"]]
+
+    def forward(primals):
+        env = dict(zip(names, primals))
+        for op in program["ops"]:
+            if op["nograd"]:
+                with torch.no_grad():
+                    corpus.call(op, env)
+            else:
+                corpus.call(op, env)
+        floats = [env[n] for n in program["outputs"] if env[n].is_floating_point()]
+        loss = floats[0].sum()
+        for t in floats[1:]:
+            loss = loss + t.sum()
+        return loss
+
+    def joint(primals, tangents):
+        loss = forward(primals)
+        wrt = [t for t, spec in zip(primals, program["inputs"]) if spec["grad"]]
+        return (loss,), torch.autograd.grad(loss, wrt, tangents)
+
+    return joint, lambda: (corpus.example_inputs(program), [torch.ones(())])
 
 
 def equiv(args, tmp, name, before_text, after_text, inputs, expect):
@@ -175,55 +198,125 @@ def equiv(args, tmp, name, before_text, after_text, inputs, expect):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+# Wrong results PyTorch 1.13's own passes produce on corpus graphs, found by this suite.
+# The test requires equiv to keep reporting each one as DIFFERENT (exit 1); any other
+# difference fails it.
+UPSTREAM_FINDINGS = {
+    ("cse", "maximum_minimum"):
+        "CSEPass merges the two where() of the minimum/maximum backward, then both "
+        "masked_fill_ (an in-place op missing from get_CSE_banned_ops) write the one tensor",
+    ("cse", "maximum_minimum.aot"): "the same in the AOTAutograd-form joint",
+    ("dce", "buffer_update_nograd"):
+        "Graph.eliminate_dead_code removes an unused in-place add_ on a graph input "
+        "(the buffer update), treating the mutation as dead code",
+    ("dce", "buffer_update_nograd.aot"): "the same in the AOTAutograd-form joint",
+    # min_cut_rematerialization_partition runs eliminate_dead_code and fx_graph_cse first.
+    ("min-cut", "maximum_minimum"): "fx_graph_cse inside the partitioner merges the where() "
+                                    "that two masked_fill_ then both write",
+    ("min-cut", "buffer_update_nograd"): "eliminate_dead_code inside the partitioner drops the "
+                                         "in-place update of the buffer input",
+}
+
+
 def apply_upstream(pass_name, gm, inputs):
     """(after text, changed) of PyTorch's own pass on a copy of gm."""
     from torch.fx.passes.dialect.common.cse_pass import CSEPass, get_CSE_banned_ops
     before_nodes = len(gm.graph.nodes)
     if pass_name == "cse":
         out = CSEPass(banned_ops=get_CSE_banned_ops())(copy.deepcopy(gm)).graph_module
-        return passcheck_fx.export_graph(out, example_inputs=inputs), len(out.graph.nodes) != before_nodes
+        return export(out, inputs), len(out.graph.nodes) != before_nodes
     if pass_name == "dce":
         out = copy.deepcopy(gm)
         changed = out.graph.eliminate_dead_code()
         out.recompile()
-        return passcheck_fx.export_graph(out, example_inputs=inputs), bool(changed)
+        return export(out, inputs), bool(changed)
+    if passcheck_fx.lifted_constants(gm):
+        raise SkipGraph("a tensor constant (get_attr): the module form has no lifted inputs")
     from functorch.compile import default_partition, min_cut_rematerialization_partition
     n_outputs = len([n for n in gm.graph.nodes if n.op == "output"][0].args[0])
-    joint = joint_for_partitioner(copy.deepcopy(gm), n_outputs)
+    joint = copy.deepcopy(gm)
+    # The partitioners read the forward/backward split of the outputs from the spec.
+    joint._out_spec = pytree.tree_flatten(((0,), tuple(range(1, n_outputs))))[1]
     partition = min_cut_rematerialization_partition if pass_name == "min-cut" else default_partition
     forward, backward = partition(joint, inputs)
     return passcheck_fx.export_partitioned(gm, forward, backward, 1), True
 
 
+class SkipGraph(Exception):
+    pass
+
+
+def export(gm, inputs):
+    return passcheck_fx.export_graph(gm, example_inputs=inputs, lift_constants=True)
+
+
+def upstream_graphs(pass_name):
+    """(name, make_fx graph, inputs) the pass is tried on, the programs of known findings
+    first. Partitioners take AOTAutograd-form joints (primals, tangents); CSE and DCE
+    both forms (the step form as `name`, the AOT form as `name.aot`) and the Python
+    llama3-debug model."""
+    programs = corpus.parse_corpus(corpus.DEFAULT_CORPUS)
+    known = {name for (p, name) in UPSTREAM_FINDINGS if p == pass_name}
+    programs.sort(key=lambda program: program["name"] not in known)
+    partitioner = pass_name in ("min-cut", "default-partition")
+    for program in programs:
+        forms = [] if partitioner else [(program["name"], corpus.make_step(program),
+                                         lambda program=program: corpus.example_inputs(program))]
+        joint, make_joint_inputs = aot_joint(program)
+        forms.append((program["name"] + ("" if partitioner else ".aot"), joint,
+                      lambda make=make_joint_inputs: [t for group in make() for t in group]))
+        for name, fn, make_inputs in forms:
+            gm = trace(fn, make_joint_inputs if fn is joint else make_inputs)
+            if not isinstance(gm, str):
+                yield name, gm, make_inputs()
+    if not partitioner:
+        import llama_debug
+        for gate in ("silu", "sigmoid"):
+            step, inputs, _ = llama_debug.make_case(gate=gate)
+            yield f"llama3_debug_{gate}", make_fx(step)(*inputs), inputs
+
+
 def run_upstream(args, tmp):
-    verified = changed_count = 0
-    for name, step, make_inputs in corpus_cases():
-        gm = trace(step, make_inputs)
-        if isinstance(gm, str):
-            continue
-        inputs = make_inputs()
+    """Exports each graph before and after the pass and has `passcheck equiv` compare
+    them; a graph the pass left unchanged is counted but not run. Stops after --limit
+    verified changed graphs (the known findings are always run)."""
+    verified = unchanged = findings = 0
+    for name, gm, inputs in upstream_graphs(args.pass_name):
+        finding = UPSTREAM_FINDINGS.get((args.pass_name, name))
+        if args.limit and verified >= args.limit and not finding:
+            break
         try:
-            before = passcheck_fx.export_graph(gm, example_inputs=inputs)
+            before = export(gm, inputs)
             after, changed = apply_upstream(args.pass_name, gm, inputs)
         except passcheck_fx.ExportError as error:
             fail(f"{name}: export: {error}")
             continue
+        except SkipGraph as why:
+            print(f"skip {name}: {why}")
+            continue
         except Exception as error:  # the upstream pass itself refused the graph
             print(f"skip {name}: {args.pass_name} raised {type(error).__name__}: {str(error).splitlines()[0][:200]}")
             continue
-        rc, out = equiv(args, tmp, name, before, after, inputs, 0)
-        if rc == 0:
+        if not changed and not finding:
+            unchanged += 1
+            continue
+        rc, out = equiv(args, tmp, name, before, after, inputs + passcheck_fx.lifted_constants(gm), 0)
+        if finding:
+            if rc == 1 and "DIFFERENT" in out:
+                findings += 1
+                print(f"upstream bug {name}: {args.pass_name}: equiv exits 1 as expected: {finding}\n"
+                      + "\n".join("    " + line for line in out.splitlines() if "DIFFER" in line))
+            else:
+                fail(f"{name}: known {args.pass_name} finding no longer reported (equiv exited {rc}): {finding}")
+        elif rc == 0:
             verified += 1
-            changed_count += changed
-            print(f"ok {name}: {args.pass_name} {'changed the graph' if changed else 'left it alone'}; equivalent")
+            print(f"ok {name}: {args.pass_name} changed the graph; equivalent")
         else:
             fail(f"{name}: {args.pass_name}: passcheck equiv exited {rc}:\n{out.strip()[-1500:]}")
-        if args.limit and verified >= args.limit:
-            break
-    print(f"upstream {args.pass_name}: verified on {verified} graphs ({changed_count} changed by the pass), "
-          f"{len(failures)} failed")
+    print(f"upstream {args.pass_name}: verified on {verified} changed graphs ({unchanged} left unchanged, "
+          f"not run), {findings} known upstream bug(s) caught, {len(failures)} failed")
     if verified < 10:
-        fail(f"{args.pass_name}: verified on only {verified} graphs (need 10)")
+        fail(f"{args.pass_name}: verified on only {verified} changed graphs (need 10)")
 
 
 # ---- a wrong CSE and unmappable graphs ---------------------------------------------------
