@@ -6,6 +6,7 @@
   fx_suite.py --passcheck BIN upstream PASS           cse | dce | min-cut | default-partition
   fx_suite.py --passcheck BIN broken-cse              a wrong CSE is caught by equiv
   fx_suite.py --passcheck BIN export-errors           unmappable nodes are named
+  fx_suite.py --passcheck BIN archive-errors          bad --inputs archives: exit 2 naming them
 
 roundtrip/llama: each graph is exported, run by `passcheck run --inputs` on the inputs
 Python used, and every output equals Python eager bit for bit. upstream: PyTorch's own
@@ -363,17 +364,27 @@ def run_broken_cse(args, tmp):
             print(f"ok {name}: equiv exited 1 (DIFFERENT)")
         else:
             fail(f"{name}: equiv exited {rc}, expected 1:\n{out.strip()[-800:]}")
-    # Upstream's own default: CSEPass() without banned_ops merges random ops too.
-    from torch.fx.passes.dialect.common.cse_pass import CSEPass
-    inputs = [torch.randn(4, 3)]
-    gm = make_fx(twice_random)(*inputs)
-    before = passcheck_fx.export_graph(gm, example_inputs=inputs)
-    after = passcheck_fx.export_graph(CSEPass()(gm).graph_module, example_inputs=inputs)
-    rc, out = equiv(args, tmp, "cse_default_banned_ops", before, after, inputs, 1)
-    print(f"{'ok' if rc == 1 else 'FAIL'} CSEPass() with no banned ops on two rand_like: equiv exited {rc}")
-    if rc != 1:
-        fail("CSEPass() merging two rand_like was not caught")
-    print(f"broken-cse: {caught + (rc == 1)} of 3 wrong variants caught")
+    # Upstream's CSEPass itself: with its default (no banned ops) it merges two rand_like;
+    # with get_CSE_banned_ops() it still merges two dropouts, whose make_fx form draws
+    # with the in-place bernoulli_, which the ban list (aten.bernoulli only) misses.
+    from torch.fx.passes.dialect.common.cse_pass import CSEPass, get_CSE_banned_ops
+
+    def two_dropouts(x):
+        return torch.nn.functional.dropout(x, 0.5) + torch.nn.functional.dropout(x, 0.5)
+
+    for name, fn, banned in (("cse_default_banned_ops", twice_random, None),
+                             ("cse_banned_ops_two_dropouts", two_dropouts, get_CSE_banned_ops())):
+        inputs = [torch.randn(4, 3)]
+        gm = make_fx(fn)(*inputs)
+        before = passcheck_fx.export_graph(gm, example_inputs=inputs)
+        after = passcheck_fx.export_graph(CSEPass(banned)(gm).graph_module, example_inputs=inputs)
+        rc, out = equiv(args, tmp, name, before, after, inputs, 1)
+        if rc == 1 and "DIFFERENT" in out:
+            caught += 1
+            print(f"ok upstream CSEPass ({name}): equiv exited 1 (DIFFERENT)")
+        else:
+            fail(f"upstream CSEPass ({name}) was not caught: equiv exited {rc}:\n{out.strip()[-800:]}")
+    print(f"broken-cse: {caught} of 4 wrong variants caught")
 
 
 def run_export_errors(args, tmp):
@@ -403,6 +414,63 @@ def run_export_errors(args, tmp):
         fail(f"CLI: exit {proc.returncode}, stderr {proc.stderr.strip()[-400:]}")
 
 
+def run_archive_errors(args, tmp):
+    """`run --inputs` / `equiv --inputs` refuse a bad archive with exit 2 and a message
+    naming the file (and the input), never a crash; `--save-outputs` round-trips."""
+    import random
+    graph = os.path.join(tmp, "mm.graph")
+    with open(graph, "w") as f:
+        f.write("graph(\n    arg %a : f32[3, 4],\n    arg %w : f32[5, 4]):\n"
+                "  %t : f32[4, 5]{1, 4} = aten::t(%w)\n  %mm : f32[3, 5] = aten::mm(%a, %t)\n  return (%mm)\n")
+    good = os.path.join(tmp, "good.pt")
+    a, w = torch.randn(3, 4), torch.randn(5, 4)
+    passcheck_fx.save_inputs(good, [a, w])
+    cases = {"truncated": open(good, "rb").read()[:200], "not an archive": b"hello\n", "empty": b""}
+    files = {}
+    for what, data in cases.items():
+        files[what] = os.path.join(tmp, what.replace(" ", "_") + ".pt")
+        with open(files[what], "wb") as f:
+            f.write(data)
+    for what, values, expected in (("count", [a], "holds 1 inputs, the graph takes 2"),
+                                   ("dtype", [a.double(), w], "input 0 (%a): dtype f64 in the archive, f32 in the graph"),
+                                   ("shape", [a, w[:, :3]], "input 1 (%w): shape [5, 3] in the archive, [5, 4] in the graph"),
+                                   ("kind", [3, w], "input 0 (%a): the archive holds an int, the graph declares a tensor")):
+        files[what] = os.path.join(tmp, what + ".pt")
+        passcheck_fx.save_inputs(files[what], values)
+        cases[what] = expected
+    for what, path in files.items():
+        for command in (["run", graph], ["equiv", graph, graph]):
+            proc, _ = passcheck(args, *command, "--inputs", path)
+            expected = cases[what] if isinstance(cases[what], str) else "not a torch.save archive"
+            if proc.returncode == 2 and path in proc.stderr and expected in proc.stderr:
+                print(f"ok {command[0]} --inputs {what}: {proc.stderr.strip()}")
+            else:
+                fail(f"{command[0]} --inputs {what}: exit {proc.returncode}, stderr {proc.stderr.strip()[-300:]}")
+    # Corrupted bytes anywhere: an answer (0 or 2), never a signal.
+    rng, data = random.Random(7), bytearray(open(good, "rb").read())
+    corrupt = os.path.join(tmp, "corrupt.pt")
+    for i in range(20):
+        b = bytearray(data)
+        for _ in range(8):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        with open(corrupt, "wb") as f:
+            f.write(b if i % 2 else b[:rng.randrange(len(b))])
+        proc, _ = passcheck(args, "run", graph, "--inputs", corrupt)
+        if proc.returncode not in (0, 2):
+            fail(f"corrupted archive {i}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    # Outputs come back bit for bit, and strides of the archive are laid out as declared.
+    out = os.path.join(tmp, "out.pt")
+    strided = os.path.join(tmp, "strided.pt")
+    torch.save((a.t().contiguous().t(), w), strided)
+    for path in (good, strided):
+        proc, ok = passcheck(args, "run", graph, "--inputs", path, "--save-outputs", out)
+        if not ok or not passcheck_fx.bitwise_equal(passcheck_fx.load_outputs(out)[0], torch.mm(a, w.t())):
+            fail(f"run --inputs {os.path.basename(path)} --save-outputs: exit {proc.returncode}, or outputs differ")
+        else:
+            print(f"ok run --inputs {os.path.basename(path)} --save-outputs: bitwise equal to torch.mm")
+    print(f"archive-errors: {len(failures)} failed")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--passcheck", required=True)
@@ -414,11 +482,12 @@ def main():
     up.add_argument("--limit", type=int, default=0, help="stop after this many verified graphs (0: all)")
     sub.add_parser("broken-cse")
     sub.add_parser("export-errors")
+    sub.add_parser("archive-errors")
     args = parser.parse_args()
     match_passcheck_threads()
     with tempfile.TemporaryDirectory(prefix="passcheck-fx-") as tmp:
         {"roundtrip": run_roundtrip, "llama": run_llama, "upstream": run_upstream, "broken-cse": run_broken_cse,
-         "export-errors": run_export_errors}[args.command](args, tmp)
+         "export-errors": run_export_errors, "archive-errors": run_archive_errors}[args.command](args, tmp)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
