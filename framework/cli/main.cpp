@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   add_model_variant_options(trace_cmd, trace.n_layers, trace.dtype, trace.attention);
 
   RunArgs run;
-  auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs");
+  auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs (or a torch.save archive: --inputs)");
   run_cmd->add_option("file", run.file, "Graph text file")->required();
   run_cmd->add_option("--seed", run.seed, "Input generation seed")->capture_default_str();
   run_cmd->add_option("--int-high", run.int_high, "Integer inputs are drawn from [0, N)")->check(kIntHigh)->capture_default_str();

@@ -22,10 +22,10 @@ def dump(gm, path, kinds=None, example_inputs=None):
     return path
 
 
-def dump_partitioned(path, joint, forward, backward, num_fwd_outputs, kinds=None):
+def dump_partitioned(path, joint, forward, backward, num_fwd_outputs, kinds=None, example_inputs=None):
     """Writes a partitioner's forward and backward graphs as one passcheck module."""
     with open(path, "w") as f:
-        f.write(export_partitioned(joint, forward, backward, num_fwd_outputs, kinds))
+        f.write(export_partitioned(joint, forward, backward, num_fwd_outputs, kinds, example_inputs))
     return path
 
 

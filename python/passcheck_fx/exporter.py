@@ -228,7 +228,7 @@ def _ensure_meta(gm, example_inputs, meta_from):
                and n.target is not operator.getitem and not _node_value_meta(n)[1]]
     if missing and example_inputs is not None:
         from torch.fx.passes.shape_prop import ShapeProp
-        ShapeProp(gm).propagate(*[t.detach() if isinstance(t, torch.Tensor) else t for t in example_inputs])
+        ShapeProp(gm).propagate(*[t.detach().clone() if isinstance(t, torch.Tensor) else t for t in example_inputs])
 
 
 def _schema_arguments(node, ref):
@@ -283,6 +283,11 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
     (a partitioner's output graphs take them from the joint graph). lift_constants: tensor
     constants (get_attr nodes, e.g. make_fx's _tensor_constant0) become trailing `buffer`
     inputs, whose values lifted_constants(gm) returns; otherwise they are an error."""
+    return _export(gm, kinds, example_inputs, meta_from, header, lift_constants)[0]
+
+
+def _export(gm, kinds=None, example_inputs=None, meta_from=None, header=None, lift_constants=False):
+    """export_graph's text, and (fx name, slot or None) per passcheck input and output."""
     _ensure_meta(gm, example_inputs, meta_from)
     graph = gm.graph
     names = {}       # fx node -> passcheck value name (a multi-output node has none)
@@ -306,7 +311,11 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
             elif returns:
                 names[node] = node.name
         elif node.op == "placeholder":
-            names[node] = node.name
+            val, _ = _node_value_meta(node)
+            if isinstance(val, (list, tuple)) and node.users and all(u.target is operator.getitem for u in node.users):
+                outputs_of[node] = [None] * len(val)
+            else:
+                names[node] = node.name
         elif node.op == "get_attr" and lift_constants:
             if not isinstance(_attr(gm, node), torch.Tensor):
                 raise ExportError(f"node '{node.name}': get_attr '{node.target}' is not a tensor")
@@ -329,7 +338,28 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
             return "[" + ", ".join(ref(v, where) for v in value) + "]"
         return format_constant(value, where)
 
+    slot_names = {}  # multi-value node -> the passcheck name of each slot
+
+    def slot_values(node, val, where):
+        """(name, type) per slot of a multi-value node; an unused slot still needs a name."""
+        slots = outputs_of[node]
+        metas = list(val) if isinstance(val, (list, tuple)) else [val] * len(slots)
+        if len(metas) != len(slots):
+            raise ExportError(f"{where}: {len(slots)} results but types for {len(metas)}")
+        out = []
+        for i, name in enumerate(slots):
+            if name is None:
+                name, k = f"{node.name}_unused{i}", 0
+                while name in used_names:
+                    k += 1
+                    name = f"{node.name}_unused{i}_{k}"
+                used_names.add(name)
+            out.append((_check_name(name, where), _describe(metas[i], where)))
+        slot_names[node] = [name for name, _ in out]
+        return out
+
     inputs, body, result, lifted = [], [], None, []
+    input_slots, output_slots = [], []  # (fx name, slot index or None) per passcheck input / output
     for node in graph.nodes:
         where = f"node '{node.name}'"
         if node.op == "placeholder":
@@ -337,6 +367,12 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
             if not found:
                 raise ExportError(f"placeholder '{node.name}' has no type (no meta['val'] or meta['tensor_meta']; "
                                   "pass example_inputs to run ShapeProp)")
+            if node in outputs_of:  # a saved tuple (functorch's partitioners): one input per slot
+                for i, (name, type_text) in enumerate(slot_values(node, val, where)):
+                    inputs.append(f"    {_input_kind(node.name, kinds)} %{name} : {type_text}")
+                    input_slots.append((node.name, i))
+                continue
+            input_slots.append((node.name, None))
             inputs.append(f"    {_input_kind(node.name, kinds)} %{_check_name(node.name, where)} : {_describe(val, where)}")
         elif node.op == "call_function" and node.target is operator.getitem:
             names[node] = node.name
@@ -356,21 +392,7 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
                 raise ExportError(f"{where} has no type (no meta['val'] or meta['tensor_meta']; "
                                   "pass example_inputs to run ShapeProp)")
             if node in outputs_of:
-                slots = outputs_of[node]
-                metas = list(val) if isinstance(val, (list, tuple)) else [val] * len(slots)
-                if len(metas) != len(slots):
-                    raise ExportError(f"{where}: {len(slots)} results but types for {len(metas)}")
-                outs = []
-                for i, slot in enumerate(slots):
-                    name = slot
-                    if name is None:  # an unused result still needs a name
-                        name, k = f"{node.name}_unused{i}", 0
-                        while name in used_names:
-                            k += 1
-                            name = f"{node.name}_unused{i}_{k}"
-                        used_names.add(name)
-                    outs.append(f"%{_check_name(name, where)} : {_describe(metas[i], where)}")
-                lhs = ", ".join(outs)
+                lhs = ", ".join(f"%{name} : {type_text}" for name, type_text in slot_values(node, val, where))
             elif node.target._schema.returns:
                 lhs = f"%{_check_name(node.name, where)} : {_describe(val, where)}"
             else:
@@ -382,7 +404,15 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
             for i, v in enumerate(values):
                 if not isinstance(v, torch.fx.Node):
                     raise ExportError(f"output {i} is {v!r}, not a node's value (passcheck graphs return values only)")
-            result = "  return (" + ", ".join(ref(v, f"output '{v.name}'") for v in values) + ")"
+            refs = []
+            for v in values:
+                if v in outputs_of:  # a tuple returned whole (a partitioner's saved value): every slot
+                    refs += ["%" + name for name in slot_names[v]]
+                    output_slots.extend((v.name, i) for i in range(len(slot_names[v])))
+                else:
+                    refs.append(ref(v, f"output '{v.name}'"))
+                    output_slots.append((v.name, None))
+            result = "  return (" + ", ".join(refs) + ")"
     if result is None:
         raise ExportError("the graph has no output node")
     inputs += lifted
@@ -390,39 +420,42 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
     lines.append("graph(\n" + ",\n".join(inputs) + "):" if inputs else "graph():")
     lines += body
     lines.append(result)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", input_slots, output_slots
 
 
-def _output_names(gm):
-    out = [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
-    out = list(out) if isinstance(out, (list, tuple)) else [out]
-    return [v.name for v in out]
-
-
-def export_partitioned(joint, forward, backward, num_fwd_outputs, kinds=None):
+def export_partitioned(joint, forward, backward, num_fwd_outputs, kinds=None, example_inputs=None):
     """A passcheck module (docs/graph-format.md "Modules") of a partitioner's result:
     part `forward` then part `backward`, linked by value names (functorch's partitioners
-    name the backward's inputs after the forward values they receive), returning the
-    joint graph's outputs (forward results, then the backward's)."""
+    name the backward's inputs after the forward values they receive; a saved tuple is
+    linked slot by slot), returning the joint graph's outputs (forward results, then the
+    backward's). example_inputs: the joint's inputs, to type values the partitioner's
+    graphs carry no types for (ShapeProp on a copy of the joint)."""
+    meta_source = joint
+    if example_inputs is not None:
+        import copy
+        from torch.fx.passes.shape_prop import ShapeProp
+        meta_source = copy.deepcopy(joint)
+        ShapeProp(meta_source).propagate(*[t.detach().clone() if isinstance(t, torch.Tensor) else t for t in example_inputs])
     joint_inputs = [n.name for n in joint.graph.nodes if n.op == "placeholder"]
-    forward_outputs = _output_names(forward)
-    backward_outputs = _output_names(backward)
+    forward_text, _, forward_outputs = _export(forward, kinds, meta_from=meta_source)
+    backward_text, backward_inputs, backward_outputs = _export(backward, kinds, meta_from=meta_source)
+    saved = forward_outputs[num_fwd_outputs:]
     sources = []
-    for node in backward.graph.nodes:
-        if node.op != "placeholder":
-            continue
-        if node.name in forward_outputs[num_fwd_outputs:]:
-            sources.append(f"forward.{forward_outputs.index(node.name, num_fwd_outputs)}")
-        elif node.name in joint_inputs:
+    for name, slot in backward_inputs:
+        if (name, slot) in saved:
+            sources.append(f"forward.{num_fwd_outputs + saved.index((name, slot))}")
+        elif slot is None and name in joint_inputs:
             sources.append("-")
         else:
-            raise ExportError(f"backward input '{node.name}' is neither a forward output nor a joint input")
-    joint_outputs = _output_names(joint)
-    if len(joint_outputs) != num_fwd_outputs + len(backward_outputs):
-        raise ExportError(f"the joint graph returns {len(joint_outputs)} values, the parts "
+            raise ExportError(f"backward input '{name}'{'' if slot is None else f' slot {slot}'} is neither a "
+                              "forward output nor a joint input")
+    joint_outputs = [n for n in joint.graph.nodes if n.op == "output"][0].args[0]
+    joint_count = len(joint_outputs) if isinstance(joint_outputs, (list, tuple)) else 1
+    if joint_count != num_fwd_outputs + len(backward_outputs):
+        raise ExportError(f"the joint graph returns {joint_count} values, the parts "
                           f"{num_fwd_outputs} + {len(backward_outputs)}")
     returns = [f"forward.{i}" for i in range(num_fwd_outputs)] + [f"backward.{i}" for i in range(len(backward_outputs))]
     lines = [f"module inputs ({', '.join('%' + n for n in joint_inputs)}) returns ({', '.join(returns)})",
-             "part forward", export_graph(forward, kinds, meta_from=joint).rstrip("\n"),
-             f"part backward from ({', '.join(sources)})", export_graph(backward, kinds, meta_from=joint).rstrip("\n")]
+             "part forward", forward_text.rstrip("\n"),
+             f"part backward from ({', '.join(sources)})", backward_text.rstrip("\n")]
     return "\n".join(lines) + "\n"

@@ -216,6 +216,8 @@ UPSTREAM_FINDINGS = {
                                     "that two masked_fill_ then both write",
     ("min-cut", "buffer_update_nograd"): "eliminate_dead_code inside the partitioner drops the "
                                          "in-place update of the buffer input",
+    ("default-partition", "buffer_update_nograd"): "the forward and backward graphs are extracted with "
+                                                   "eliminate_dead_code, which drops the buffer's in-place update",
 }
 
 
@@ -240,7 +242,7 @@ def apply_upstream(pass_name, gm, inputs):
     joint._out_spec = pytree.tree_flatten(((0,), tuple(range(1, n_outputs))))[1]
     partition = min_cut_rematerialization_partition if pass_name == "min-cut" else default_partition
     forward, backward = partition(joint, inputs)
-    return passcheck_fx.export_partitioned(gm, forward, backward, 1), True
+    return passcheck_fx.export_partitioned(gm, forward, backward, 1, example_inputs=inputs), True
 
 
 class SkipGraph(Exception):
