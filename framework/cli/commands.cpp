@@ -128,6 +128,7 @@ int run_graph_file(const RunArgs& args) {
   return guarded("run", [&] {
     std::unique_ptr<ir::Graph> graph = load_graph_file(args.file);
     if (!args.device.empty()) retarget_graph(*graph, args.device);
+    if (args.threads > 0) at::set_num_threads(args.threads);
     exec::ExecutorOptions exec_options;
     exec_options.track_live_bytes = true;
     exec_options.check_metadata = args.check_metadata;

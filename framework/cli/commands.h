@@ -71,6 +71,9 @@ struct RunArgs {
   std::string inputs_file;
   /// Write the outputs here as a torch.save-compatible archive of a list.
   std::string save_outputs;
+  /// Intra-op threads (at::set_num_threads; 0: LibTorch's default). Some kernels split
+  /// reductions by thread, so a bitwise comparison with Python needs Python's count.
+  int threads = 0;
 };
 int run_graph_file(const RunArgs& args);
 
@@ -96,6 +99,7 @@ struct EquivArgs {
   bool mutants = false;  ///< --pipeline may name the known-buggy passes
   int64_t memory_budget = exec::kDefaultMemoryBudget;  ///< for the inputs and each run
   std::string inputs_file;  ///< a torch.save archive of A's inputs instead of generated ones
+  int threads = 0;          ///< intra-op threads of both runs (0: LibTorch's default)
 };
 int run_equiv(const EquivArgs& args);
 

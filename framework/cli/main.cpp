@@ -104,6 +104,8 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false))->capture_default_str();
   run_cmd->add_option("--inputs", run.inputs_file, "Run on the inputs of this torch.save archive (passcheck_fx.save_inputs)");
   run_cmd->add_option("--save-outputs", run.save_outputs, "Write the outputs to this torch.save-compatible archive");
+  run_cmd->add_option("--threads", run.threads, "Intra-op threads (0: LibTorch's default; match Python's for bitwise compares)")
+      ->check(CLI::Range(0, kMaxThreads));
 
   OptArgs opt;
   auto* opt_cmd = app.add_subcommand("opt", "Run a pipeline on a graph file behind the gate and print the resulting graph");
@@ -124,6 +126,8 @@ int main(int argc, char** argv) {
   equiv_cmd->add_option("--memory-budget", equiv.memory_budget, "Most bytes the inputs and each run may take (2GiB, 512MiB, 0: none)")
       ->transform(CLI::AsSizeValue(false))->capture_default_str();
   equiv_cmd->add_option("--inputs", equiv.inputs_file, "A's inputs from this torch.save archive (passcheck_fx.save_inputs)");
+  equiv_cmd->add_option("--threads", equiv.threads, "Intra-op threads of both runs (0: LibTorch's default)")
+      ->check(CLI::Range(0, kMaxThreads));
 
   CheckArgs check;
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");

@@ -45,21 +45,17 @@ def fail(message):
     print("FAIL " + message, flush=True)
 
 
-def passcheck_env():
-    return dict(os.environ)
-
-
-def match_passcheck_threads():
-    """Some kernels' reductions (convolution_backward's weight gradient) split their work
-    by intra-op thread, so their bits depend on the thread count. passcheck (LibTorch)
-    starts with one thread per CPU it may run on; Debian's Python torch may start with
-    fewer. Python takes passcheck's count (OMP_NUM_THREADS is no way to match them: it
-    also changes OpenBLAS's threads, whose matrix products then differ)."""
-    torch.set_num_threads(len(os.sched_getaffinity(0)))
+def threads():
+    """Python's intra-op thread count, for passcheck's --threads: some kernels split their
+    reductions by thread (native_layer_norm_backward's and convolution_backward's weight
+    gradients, batch norm's statistics), so their bits depend on it. (OMP_NUM_THREADS is
+    no way to match the two: it also changes OpenBLAS's threads, and matrix products with
+    them.)"""
+    return str(torch.get_num_threads())
 
 
 def passcheck(args, *cmd, expect=(0,)):
-    proc = subprocess.run([args.passcheck, *cmd], capture_output=True, text=True, env=passcheck_env())
+    proc = subprocess.run([args.passcheck, *cmd, "--threads", threads()], capture_output=True, text=True)
     if proc.returncode not in expect:
         return proc, False
     return proc, True
@@ -194,8 +190,8 @@ def equiv(args, tmp, name, before_text, after_text, inputs, expect):
         with open(path, "w") as f:
             f.write(text)
     passcheck_fx.save_inputs(archive, inputs)
-    proc = subprocess.run([args.passcheck, "equiv", before, after, "--inputs", archive, "--seed", str(SEED)],
-                          capture_output=True, text=True, env=passcheck_env())
+    proc = subprocess.run([args.passcheck, "equiv", before, after, "--inputs", archive, "--seed", str(SEED),
+                           "--threads", threads()], capture_output=True, text=True)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -486,7 +482,6 @@ def main():
     sub.add_parser("export-errors")
     sub.add_parser("archive-errors")
     args = parser.parse_args()
-    match_passcheck_threads()
     with tempfile.TemporaryDirectory(prefix="passcheck-fx-") as tmp:
         {"roundtrip": run_roundtrip, "llama": run_llama, "upstream": run_upstream, "broken-cse": run_broken_cse,
          "export-errors": run_export_errors, "archive-errors": run_archive_errors}[args.command](args, tmp)
