@@ -401,6 +401,30 @@ def run_export_errors(args, tmp):
                 print(f"ok {what}: {error}")
             else:
                 fail(f"{what}: the error does not name node '{expected_node}': {error}")
+    # Node metadata in PyTorch 2.x's spellings maps to passcheck's keys, and the text runs.
+    import enum
+
+    class CheckpointPolicy(enum.Enum):  # torch.utils.checkpoint.CheckpointPolicy's names
+        PREFER_RECOMPUTE = 3
+
+    x = torch.randn(2, 3)
+    gm = make_fx(lambda t: torch.relu(t * 2.0))(x)
+    mul, relu = [n for n in gm.graph.nodes if n.op == "call_function"]
+    mul.meta.update(seq_nr=4, ac_graph_id=1, recompute=CheckpointPolicy.PREFER_RECOMPUTE, custom={"k": "v"},
+                    nn_module_stack={"L__self___layers_0": ("L['self'].layers.0", torch.nn.Linear)})
+    relu.meta.update(partitioner_tag="is_backward")
+    placeholder = next(n.name for n in gm.graph.nodes if n.op == "placeholder")
+    text = passcheck_fx.export_graph(gm, {placeholder: "param"})
+    wanted = ['#{fqn="layers.0", seq=4, recompute=prefer_recompute, ac_region=1, custom={"k": "v"}}',
+              "#{phase=backward}", f"param %{placeholder} : f32[2, 3]"]
+    graph = os.path.join(tmp, "meta.graph")
+    with open(graph, "w") as f:
+        f.write(text)
+    proc, ok = passcheck(args, "run", graph)
+    if all(w in text for w in wanted) and ok:
+        print("ok node metadata: fqn, seq, recompute, ac_region, custom, phase mapped; passcheck runs it")
+    else:
+        fail(f"node metadata: passcheck run exited {proc.returncode} ({proc.stderr.strip()}); text:\n{text}")
     # The command line: exit 2 and the node's name on stderr.
     saved = os.path.join(tmp, "traced.pt")
     torch.save(cases[0][1], saved)
