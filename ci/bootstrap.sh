@@ -10,7 +10,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread libopenblas-dev libgloo-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libz3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-  python3-torch
+  python3-torch python3-networkx
   chromium
   libboost-graph-dev
   clang-14 libclang-rt-14-dev

@@ -129,6 +129,7 @@ int run_graph_file(const RunArgs& args) {
   return guarded("run", [&] {
     std::unique_ptr<ir::Graph> graph = load_graph_file(args.file);
     if (!args.device.empty()) retarget_graph(*graph, args.device);
+    if (args.threads > 0) at::set_num_threads(args.threads);
     exec::ExecutorOptions exec_options;
     exec_options.track_live_bytes = true;
     exec_options.check_metadata = args.check_metadata;
@@ -138,7 +139,15 @@ int run_graph_file(const RunArgs& args) {
     input_options.seed = args.seed;
     input_options.int_high = args.int_high;
     input_options.max_bytes = args.memory_budget;
-    std::vector<c10::IValue> outputs = executor.run(exec::make_inputs(*graph, input_options));
+    std::vector<c10::IValue> inputs;
+    if (args.inputs_file.empty()) {
+      inputs = exec::make_inputs(*graph, input_options);
+    } else {
+      inputs = exec::load_inputs(args.inputs_file, graph->inputs());
+      at::manual_seed(args.seed);  // random ops draw what Python draws after torch.manual_seed(seed)
+    }
+    std::vector<c10::IValue> outputs = executor.run(inputs);
+    if (!args.save_outputs.empty()) exec::save_values(args.save_outputs, outputs);
     const auto& stats = executor.last_stats();
     std::cout << args.file << ": ran " << stats.nodes_run << " nodes; peak live bytes " << stats.peak_live_bytes
               << " (inputs " << stats.input_bytes << ")\n";

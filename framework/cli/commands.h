@@ -66,6 +66,14 @@ struct RunArgs {
   std::string device;
   /// Memory budget in bytes for the inputs and the run (exec::ExecutorOptions::max_bytes).
   int64_t memory_budget = exec::kDefaultMemoryBudget;
+  /// Run on the values of this torch.save archive (python/passcheck_fx save_inputs)
+  /// instead of generated inputs; the default generator is seeded with `seed` first.
+  std::string inputs_file;
+  /// Write the outputs here as a torch.save-compatible archive of a list.
+  std::string save_outputs;
+  /// Intra-op threads (at::set_num_threads; 0: LibTorch's default). Some kernels split
+  /// reductions by thread, so a bitwise comparison with Python needs Python's count.
+  int threads = 0;
 };
 int run_graph_file(const RunArgs& args);
 
@@ -92,6 +100,8 @@ struct EquivArgs {
   int64_t memory_budget = exec::kDefaultMemoryBudget;  ///< for the inputs and each run
   /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
   std::string report;
+  std::string inputs_file;  ///< a torch.save archive of A's inputs instead of generated ones
+  int threads = 0;          ///< intra-op threads of both runs (0: LibTorch's default)
 };
 int run_equiv(const EquivArgs& args);
 

@@ -11,6 +11,7 @@
 #include "framework/ir/text.h"
 #include "suites/mutants/mutants.h"
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include <fstream>
@@ -140,9 +141,12 @@ int run_equiv(const EquivArgs& args) {
     options.int_high = args.int_high;
     options.rng_seed = args.seed;
     options.max_bytes = args.memory_budget;
+    options.inputs_file = args.inputs_file;
+    if (args.threads > 0) at::set_num_threads(args.threads);
     if (reporting) add_equiv_sections(html, *a, b.graph.get(), b.module ? &*b.module : nullptr, b_name, args.pipeline.empty());
     EquivReport report = b.module ? compare_graph_with_module(*a, *b.module, options) : compare_graphs(*a, *b.graph, options);
-    std::cout << "passcheck equiv: A " << args.a << ", B " << b_name << ", seed " << args.seed << "\n"
+    std::cout << "passcheck equiv: A " << args.a << ", B " << b_name << ", seed " << args.seed
+              << (args.inputs_file.empty() ? "" : ", inputs " + args.inputs_file) << "\n"
               << report.format();
     if (reporting) add_equiv_comparison(html, report);
     return report.equal() ? 0 : 1;

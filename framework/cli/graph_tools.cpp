@@ -210,7 +210,9 @@ EquivReport compare_runs(const ir::Graph& a, const SecondSubject& b, const Equiv
   input_options.seed = options.seed;
   input_options.int_high = options.int_high;
   input_options.max_bytes = options.max_bytes;
-  const std::vector<c10::IValue> generated = exec::make_inputs(a, input_options);
+  const std::vector<c10::IValue> generated = options.inputs_file.empty()
+                                                 ? exec::make_inputs(a, input_options)
+                                                 : exec::load_inputs(options.inputs_file, a.inputs());
   std::map<std::string, c10::IValue> by_name;
   for (size_t i = 0; i < a.inputs().size(); ++i) by_name[a.inputs()[i]->name()] = generated[i];
   std::vector<c10::IValue> inputs_b_order;

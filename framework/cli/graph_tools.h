@@ -45,6 +45,9 @@ struct EquivOptions {
   uint64_t rng_seed = 0;
   /// Memory budget of input generation and of each run (exec::ExecutorOptions::max_bytes).
   int64_t max_bytes = exec::kDefaultMemoryBudget;
+  /// Non-empty: A's inputs come from this torch.save archive (exec::load_inputs), not
+  /// from `seed`.
+  std::string inputs_file;
 };
 
 /// One compared value: a graph output (by position) or an input after the run (by

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   add_model_variant_options(trace_cmd, trace.n_layers, trace.dtype, trace.attention);
 
   RunArgs run;
-  auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs");
+  auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs (or a torch.save archive: --inputs)");
   run_cmd->add_option("file", run.file, "Graph text file")->required();
   run_cmd->add_option("--seed", run.seed, "Input generation seed")->capture_default_str();
   run_cmd->add_option("--int-high", run.int_high, "Integer inputs are drawn from [0, N)")->check(kIntHigh)->capture_default_str();
@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--device", run.device, "Move the graph to this device first: cpu, cuda (runs a trace --meta file)");
   run_cmd->add_option("--memory-budget", run.memory_budget, "Most bytes the inputs and the run may take (2GiB, 512MiB, 0: none)")
       ->transform(CLI::AsSizeValue(false))->capture_default_str();
+  run_cmd->add_option("--inputs", run.inputs_file, "Run on the inputs of this torch.save archive (passcheck_fx.save_inputs)");
+  run_cmd->add_option("--save-outputs", run.save_outputs, "Write the outputs to this torch.save-compatible archive");
+  run_cmd->add_option("--threads", run.threads, "Intra-op threads (0: LibTorch's default; match Python's for bitwise compares)")
+      ->check(CLI::Range(0, kMaxThreads));
 
   OptArgs opt;
   auto* opt_cmd = app.add_subcommand("opt", "Run a pipeline on a graph file behind the gate and print the resulting graph");
@@ -122,6 +126,9 @@ int main(int argc, char** argv) {
   equiv_cmd->add_option("--memory-budget", equiv.memory_budget, "Most bytes the inputs and each run may take (2GiB, 512MiB, 0: none)")
       ->transform(CLI::AsSizeValue(false))->capture_default_str();
   equiv_cmd->add_option("--report", equiv.report, "Also write an HTML report of the run here (docs/reports.md)");
+  equiv_cmd->add_option("--inputs", equiv.inputs_file, "A's inputs from this torch.save archive (passcheck_fx.save_inputs)");
+  equiv_cmd->add_option("--threads", equiv.threads, "Intra-op threads of both runs (0: LibTorch's default)")
+      ->check(CLI::Range(0, kMaxThreads));
 
   CheckArgs check;
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");

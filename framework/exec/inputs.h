@@ -8,6 +8,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace passcheck::exec {
@@ -29,5 +30,16 @@ struct InputOptions {
 /// input without metadata, on a device this process cannot use, or over the budget
 /// (naming the input, its bytes and the budget) before anything is allocated.
 std::vector<c10::IValue> make_inputs(const ir::Graph& graph, const InputOptions& options = {});
+
+/// The values of a torch.save archive of a list (python/passcheck_fx save_inputs), one
+/// per entry of `inputs`: a tensor's dtype and shape must match its declaration (it is
+/// copied into the declared strides and device when those differ). Throws
+/// std::invalid_argument naming `path` (and the input's index and name) for a file that
+/// is no such archive, a count, kind, dtype or shape mismatch. (framework/exec/archive.cpp)
+std::vector<c10::IValue> load_inputs(const std::string& path, const std::vector<ir::Value*>& inputs);
+
+/// Writes `values` (tensors moved to the CPU) as a torch.save-compatible archive of a
+/// list, which torch.load reads back.
+void save_values(const std::string& path, const std::vector<c10::IValue>& values);
 
 }  // namespace passcheck::exec
