@@ -229,6 +229,10 @@ struct FuzzArgs {
   /// Chunk fuzzing (chunk mode, "batch"): cases are chunkable programs run through
   /// gen::run_chunk_case; the pipeline is "<chunk pass>,<concretize pass>".
   std::string chunk;
+  /// A Python pass to fuzz ("MODULE:FUNCTION", framework/cli/python_pass.h) and the
+  /// directory it is imported from.
+  std::string python_pass;
+  std::string python_path;
 };
 int run_fuzz(const FuzzArgs& args);
 
@@ -266,5 +270,20 @@ int run_capture(const CaptureArgs& args);
 /// After parsing, the returned function runs the one the command line named and returns
 /// its exit code (std::nullopt when it named another subcommand).
 std::function<std::optional<int>()> add_campaign_commands(CLI::App& app);
+
+/// `passcheck export-python FILE`: the graph as a Python file (framework/cli/python_writer.h).
+struct ExportPythonArgs {
+  std::string file;          ///< a graph file, or
+  int64_t generated = -1;    ///< the seed of a generated fuzz case (gen::generate_case)
+  std::string graph_out;     ///< also write the graph's text here ("" : none)
+  std::string out;           ///< "" : standard output
+  std::string save_inputs;   ///< torch.save archive of the generated inputs ("" : none)
+  std::string save_outputs;  ///< torch.save archive of the executor's outputs ("" : none)
+  uint64_t seed = 0;
+  int64_t int_high = 2;
+};
+int run_export_python(const ExportPythonArgs& args);
+/// Adds export-python (framework/cli/python_commands.cpp); same contract as add_campaign_commands.
+std::function<std::optional<int>()> add_python_commands(CLI::App& app);
 
 }  // namespace passcheck::cli

@@ -11,6 +11,7 @@
 #include "framework/check/isolation.h"
 #include "framework/check/pipeline.h"
 #include "framework/check/repro.h"
+#include "framework/cli/python_pass.h"
 #include "framework/io/files.h"
 #include "framework/ir/text.h"
 #include "framework/version.h"
@@ -48,6 +49,7 @@ check::PassRegistry make_registry(const std::vector<std::string>& extra) {
   for (const auto& set : extra) {
     if (set == "mutants") mutants::register_all_mutants(registry);
     if (set == "test") mutants::register_test_passes(registry);
+    if (set == kPythonPassSet) register_python_pass(registry);
   }
   return registry;
 }
@@ -129,6 +131,16 @@ int run_fuzz(const FuzzArgs& args) {
     options.pipeline = args.pipeline;
     options.pass = args.pass;
     options.chunk = args.chunk;
+    std::vector<std::string> sets = registry_sets(args.mutants, args.test_passes);
+    if (!args.python_pass.empty()) {
+      if (!options.pipeline.empty() || !options.pass.empty() || !options.chunk.empty())
+        throw std::invalid_argument("--python-pass is the pass under test; it takes no --pass, --pipeline or --chunk");
+      check_python_pass(args.python_pass, args.python_path);  // a misspelt pass: exit 2 before any case
+      options.pipeline = python_pass_pipeline(args.python_pass, args.python_path);
+      sets.push_back(kPythonPassSet);
+    } else if (!args.python_path.empty()) {
+      throw std::invalid_argument("--python-path needs --python-pass");
+    }
     if (options.pipeline.empty() && options.pass.empty() && options.chunk.empty()) {
       options.pipeline = check::named_pipelines().at("default");
       std::cout << "no --pass or --pipeline: fuzzing the default pipeline (" << options.pipeline << ")\n";
@@ -147,7 +159,7 @@ int run_fuzz(const FuzzArgs& args) {
     options.minimize = args.minimize;
     options.minimize_seconds = args.minimize_seconds;
     options.baseline_pass = args.baseline_pass;
-    options.registries = registry_sets(args.mutants, args.test_passes);
+    options.registries = sets;
     check::PassRegistry registry = make_registry(options.registries);
 
     ProgressLine line;
@@ -397,6 +409,9 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   fuzz_cmd->add_option("--chunk", fuzz.chunk,
                        "Fuzz the chunking passes in this mode (batch): chunkable programs, graph chunking against eager "
                        "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)");
+  fuzz_cmd->add_option("--python-pass", fuzz.python_pass,
+                       "Fuzz this Python pass (MODULE:FUNCTION over a torch.fx GraphModule; docs/python-passes.md)");
+  fuzz_cmd->add_option("--python-path", fuzz.python_path, "Directory the Python pass is imported from");
   fuzz_cmd->add_flag("!--no-minimize", fuzz.minimize, "Keep failing repros at their original size");
   fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds, "Time limit of each minimization (>= 0)")
       ->check(non_negative)

@@ -1,0 +1,29 @@
+// Python passes as registered passes: the pass `python{pass="MODULE:FUNCTION",
+// path="DIR"}` writes its graph as Python (python_writer.h), runs FUNCTION on the
+// torch.fx GraphModule in a worker process (python/passcheck_fx/pass_worker.py), and
+// reads the exported result back in place of the graph. Registered in the "python" pass
+// set, so fuzz, repro and minimize check a Python pass exactly like a C++ one and a repro
+// file names it. docs/python-passes.md describes the workflow.
+#pragma once
+
+#include "framework/check/pass.h"
+
+#include <string>
+
+namespace passcheck::cli {
+
+/// The name of the pass set (check::Repro::registries) that holds the "python" pass.
+inline constexpr const char* kPythonPassSet = "python";
+
+/// Registers the "python" pass in `registry`.
+void register_python_pass(check::PassRegistry& registry);
+
+/// The pipeline text that runs the Python pass `spec` ("MODULE:FUNCTION") with the
+/// import directory `python_path` (made absolute, so a repro replays from anywhere).
+std::string python_pass_pipeline(const std::string& spec, const std::string& python_path);
+
+/// Imports the pass in a worker without running it; throws std::invalid_argument with
+/// the worker's message when MODULE:FUNCTION does not name a callable (bad input).
+void check_python_pass(const std::string& spec, const std::string& python_path);
+
+}  // namespace passcheck::cli

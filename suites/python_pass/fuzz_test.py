@@ -1,0 +1,102 @@
+"""passcheck fuzz --python-pass: one scenario per invocation (CTest runs each as its own
+test so each stays well under a minute). Usage: fuzz_test.py PASSCHECK_BINARY SCENARIO.
+
+  correct PASS     a correct example pass survives 20 generated cases (exit 0)
+  broken           example_passes:swap_first_add is caught: exit 1, a repro that names
+                   the Python pass, replays with `passcheck repro FILE` (exit 1) and
+                   minimizes with `passcheck minimize`
+  bad-spec         a misspelt module, function or non-callable is bad input (exit 2)
+  worker-failures  a pass that raises, returns a non-module, or hangs is a failure of
+                   the pass (exit 1, a repro naming what happened), never a crash
+"""
+import glob
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import support  # noqa: E402
+
+
+def fuzz(spec, path, out, extra, expect):
+    return support.run(["fuzz", "--python-pass", spec, "--python-path", path, "--out", out] + extra, expect=expect)[1]
+
+
+def correct(name, workdir):
+    out = fuzz("example_passes:" + name, support.EXAMPLES, workdir, ["--cases", "20", "--seed", "11"], 0)
+    summary = re.search(r"fuzz summary: (\d+) cases run, (\d+) failures.*?([0-9.]+) cases/s", out)
+    assert summary and summary.group(1) == "20" and summary.group(2) == "0", out
+    assert 'python{pass="example_passes:%s"' % name in out, out
+    assert not glob.glob(os.path.join(workdir, "*.repro")), "passing cases leave no repro files"
+    print(summary.group(0))
+
+
+def broken(workdir):
+    out = fuzz("example_passes:swap_first_add", support.EXAMPLES, workdir,
+               ["--cases", "20", "--seed", "11", "--max-failures", "1", "--minimize-seconds", "25"], 1)
+    repros = glob.glob(os.path.join(workdir, "*.repro"))
+    assert len(repros) == 1, (repros, out)
+    text = open(repros[0]).read()
+    assert 'python{pass="example_passes:swap_first_add",path="%s"}' % support.EXAMPLES in text, text[:600]
+    assert "#! registries: python" in text, text[:600]
+    assert "bitwise" in text or "differ" in text, text[:1200]
+    code, replay = support.run(["repro", repros[0]], expect=1)
+    assert "verdict: FAILS" in replay, replay
+    # The minimized graph still holds an add the pass turns into a sub.
+    minimized = os.path.join(workdir, "min.repro")
+    support.run(["minimize", repros[0], "--out", minimized, "--seconds", "20"], expect=0)
+    support.run(["repro", minimized], expect=1)
+    print(out.strip().splitlines()[-1])
+    print("replayed and minimized: " + os.path.basename(repros[0]))
+
+
+def bad_spec(workdir):
+    for spec, words in [("no_such_module_xyz:f", "cannot import module 'no_such_module_xyz'"),
+                        ("example_passes:no_such_function", "has no 'no_such_function'"),
+                        ("example_passes", "expected MODULE:FUNCTION")]:
+        code, out = support.run(["fuzz", "--python-pass", spec, "--python-path", support.EXAMPLES, "--cases", "1",
+                                 "--out", workdir], expect=2)
+        assert words in out, (spec, out)
+    code, out = support.run(["fuzz", "--python-pass", "test_passes:not_callable", "--python-path", support.HERE,
+                             "--cases", "1", "--out", workdir], expect=2)
+    assert "is not callable" in out, out
+    code, out = support.run(["fuzz", "--python-pass", "example_passes:dce", "--python-path", "/no/such/dir",
+                             "--cases", "1", "--out", workdir], expect=2)
+    assert "is not a directory" in out, out
+    print("bad MODULE:FUNCTION spellings: exit 2")
+
+
+def worker_failures(workdir):
+    for name, words, extra in [("raises", "the Python pass raised an exception", []),
+                               ("returns_a_string", "cannot be exported back", []),
+                               ("hangs", "timeout", ["--timeout-ms", "8000"])]:
+        sub = os.path.join(workdir, name)
+        out = fuzz("test_passes:" + name, support.HERE, sub, ["--cases", "1", "--no-minimize"] + extra, 1)
+        repros = glob.glob(os.path.join(sub, "*.repro"))
+        assert len(repros) == 1, (name, out)
+        text = open(repros[0]).read()
+        assert words in text or words in out, (name, words, out, text[:1500])
+        if name == "raises":
+            assert "ValueError: this pass always fails" in text, text[:1500]
+        print("%s: %s" % (name, [l for l in out.splitlines() if l.startswith("case ")][0]))
+
+
+def main():
+    scenario = sys.argv[2]
+    with tempfile.TemporaryDirectory() as workdir:
+        if scenario == "correct":
+            correct(sys.argv[3], workdir)
+        elif scenario == "broken":
+            broken(workdir)
+        elif scenario == "bad-spec":
+            bad_spec(workdir)
+        elif scenario == "worker-failures":
+            worker_failures(workdir)
+        else:
+            raise SystemExit("unknown scenario " + scenario)
+    print(scenario + ": OK")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+"""Python passes that misbehave in the ways the worker must report (suites/python_pass/
+fuzz_test.py): raising, returning something that is not a GraphModule, and hanging."""
+import time
+
+
+def raises(gm):
+    raise ValueError("this pass always fails")
+
+
+def returns_a_string(gm):
+    return "not a graph module"
+
+
+def hangs(gm):
+    time.sleep(3600)
+
+
+not_callable = 42
