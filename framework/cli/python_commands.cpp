@@ -29,7 +29,7 @@ void save_value_list(const std::string& path, const std::vector<c10::IValue>& va
   c10::impl::GenericList list(c10::AnyType::get());
   for (const c10::IValue& v : values) list.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
   std::vector<char> bytes = torch::pickle_save(c10::IValue(list));
-  io::write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
+  io::write_file_atomically(path, std::string(bytes.begin(), bytes.end()), "torch.save archive");
 }
 
 }  // namespace
@@ -57,10 +57,10 @@ int run_export_python(const ExportPythonArgs& args) {
     } else {
       graph = load_graph_file(args.file);
     }
-    if (!args.graph_out.empty()) io::write_file_atomically(args.graph_out, graph->print());
+    if (!args.graph_out.empty()) io::write_file_atomically(args.graph_out, graph->print(), "graph file");
     std::string text = write_python_graph(*graph, source);
     if (args.out.empty()) std::cout << text;
-    else io::write_file_atomically(args.out, text);
+    else io::write_file_atomically(args.out, text, "Python file");
     if (!args.save_inputs.empty() || !args.save_outputs.empty()) {
       std::vector<c10::IValue> inputs = exec::make_inputs(*graph, input_options);
       if (!args.save_inputs.empty()) save_value_list(args.save_inputs, inputs);  // before in-place ops change them

@@ -5,6 +5,7 @@
 #include "framework/cli/python_pass.h"
 
 #include "framework/check/isolation.h"
+#include "framework/check/pipeline.h"
 #include "framework/cli/python_writer.h"
 #include "framework/io/files.h"
 #include "framework/ir/text.h"
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -102,7 +104,7 @@ WorkerRun run_worker(std::vector<std::string> args, const std::string& python_pa
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   try {
-    run.log = io::read_file(log_path.string());
+    run.log = io::read_file(log_path.string(), "Python worker log");
   } catch (const std::exception&) {
   }
   return run;
@@ -197,14 +199,15 @@ check::PassResult run_python_pass(ir::Graph& graph, const check::PassOptions& op
   ScratchDir scratch;
   const fs::path case_py = scratch.path / "case.py", after = scratch.path / "after.graph",
                  log = scratch.path / "worker.log";
-  io::write_file(case_py.string(), write_python_graph(graph, "the graph given to python pass " + spec));
+  io::write_file(case_py.string(), write_python_graph(graph, "the graph given to python pass " + spec),
+                 "Python case file");
   WorkerRun run = run_worker({"--pass", spec, "--graph", case_py.string(), "--out", after.string()},
                              options.get("path"), log, timeout_ms);
   if (run.outcome.kind != check::ChildOutcome::Kind::Exited || run.outcome.exit_code != kWorkerOk)
     throw std::runtime_error(worker_failure(spec, run, timeout_ms));
   std::unique_ptr<ir::Graph> result;
   try {
-    result = ir::parse_graph(io::read_file(after.string()), "the graph python pass " + spec + " returned");
+    result = ir::parse_graph(io::read_file(after.string(), "Python pass result"), "the graph python pass " + spec + " returned");
   } catch (const std::exception& e) {
     throw std::runtime_error("python pass " + spec + ": its exported result does not parse: " + e.what());
   }

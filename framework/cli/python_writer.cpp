@@ -136,8 +136,10 @@ std::string py_outputs(const ir::Node& node, const std::string& where) {
 
 const char* kRole[] = {"param", "buffer", "arg"};
 
-const char* kPrelude = R"PY(import math
+const char* kPrelude = R"PY(import keyword
+import math
 import operator
+import re
 
 import torch
 import torch.fx
@@ -170,7 +172,16 @@ def _record(node, name, type_text, tensor_meta):
 
 
 def _input(g, v, name, kind, type_text, tensor_meta):
-    node = g.placeholder(name)
+    # A placeholder's target is a parameter of forward(): an identifier. The graph's own
+    # name ("fc1.weight") stays in meta["passcheck_name"].
+    target = re.sub(r"\W", "_", name)
+    if not target or target[0].isdigit() or keyword.iskeyword(target):
+        target = "_" + target
+    taken = {n.target for n in g.nodes if n.op == "placeholder"}
+    base, k = target, 1
+    while target in taken:
+        target, k = "%s_%d" % (base, k), k + 1
+    node = g.placeholder(target)
     node.meta["passcheck_kind"] = kind
     _record(node, name, type_text, tensor_meta)
     v[name] = node
@@ -208,12 +219,13 @@ def build():
 
 
 def kinds(gm):
-    """Placeholder name (and target) -> "param" | "buffer" | "arg", for passcheck_fx.export_graph."""
+    """Placeholder name (also its target and passcheck name) -> "param" | "buffer" | "arg", for passcheck_fx.export_graph."""
     out = {}
     for node in gm.graph.nodes:
         if node.op == "placeholder" and "passcheck_kind" in node.meta:
-            out[node.name] = node.meta["passcheck_kind"]
-            out[node.target] = node.meta["passcheck_kind"]
+            for key in (node.name, node.target, node.meta.get("passcheck_name")):
+                if key is not None:
+                    out[key] = node.meta["passcheck_kind"]
     return out
 
 )PY";

@@ -7,7 +7,7 @@ case.py is a graph written by `passcheck export-python`; its build() gives the t
 GraphModule. FUNCTION(gm) may rewrite it in place and return None, or return a
 GraphModule, or an object with a .graph_module (torch.fx's PassResult). The result is
 exported back to passcheck's graph text with passcheck_fx.export_graph and written to
---out. --check only imports MODULE and finds FUNCTION.
+--out. --check only imports MODULE, finds FUNCTION and imports the exporter.
 
 The exit status tells passcheck whose fault a failure is (framework/cli/python_pass.cpp):
 0 done, 2 MODULE:FUNCTION cannot be imported or is not callable, 3 the pass raised,
@@ -100,11 +100,14 @@ def main(argv=None):
     parser.add_argument("--check", action="store_true", help="only import the pass")
     args = parser.parse_args(argv)
     function = load_pass(args.spec)
+    try:
+        export_graph = load_exporter()
+    except Exception:
+        _fail(EXIT_BAD_SPEC, "cannot import the exporter passcheck_fx.export_graph:\n%s" % traceback.format_exc(limit=3))
     if args.check:
         return 0
     if not args.graph or not args.out:
         parser.error("--graph and --out are required unless --check")
-    export_graph = load_exporter()
     case, gm = load_case(args.graph)
     kinds = case.kinds(gm)
     try:

@@ -62,7 +62,7 @@ def check_module(label, py, ins, outs, graph_file, structure_only=False):
     graph_text = open(graph_file).read()
     # Kinds: every placeholder records its kind, in the graph's input order.
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    recorded = [(n.target, n.meta["passcheck_kind"]) for n in placeholders]
+    recorded = [(n.meta["passcheck_name"], n.meta["passcheck_kind"]) for n in placeholders]
     assert recorded == [tuple(x) for x in module.PASSCHECK_INPUTS], (label, recorded[:3])
     for name, kind in module.PASSCHECK_INPUTS:
         assert "%s %%%s :" % (kind, name) in graph_text, (label, name, kind)
