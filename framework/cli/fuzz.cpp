@@ -42,7 +42,7 @@ bool env_test_passes() {
   return v && std::string(v) == "1";
 }
 
-// The built-in passes plus the extra sets asked for ("mutants", "test").
+// The built-in passes plus the extra sets asked for ("mutants", "test", "python").
 check::PassRegistry make_registry(const std::vector<std::string>& extra) {
   check::PassRegistry registry;
   check::register_builtin_passes(registry);

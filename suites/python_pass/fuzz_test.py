@@ -24,10 +24,10 @@ def fuzz(spec, path, out, extra, expect):
 
 
 def correct(name, workdir):
-    out = fuzz("example_passes:" + name, support.EXAMPLES, workdir, ["--cases", "20", "--seed", "11"], 0)
+    out = fuzz("example_passes:" + name, support.EXAMPLES, workdir, ["--cases", "20", "--seed", "11", "--jobs", "2"], 0)
     summary = re.search(r"fuzz summary: (\d+) cases run, (\d+) failures.*?([0-9.]+) cases/s", out)
     assert summary and summary.group(1) == "20" and summary.group(2) == "0", out
-    assert 'python{pass="example_passes:%s"' % name in out, out
+    assert "python{pass=example_passes:%s,path=%s}" % (name, support.EXAMPLES) in out, out
     assert not glob.glob(os.path.join(workdir, "*.repro")), "passing cases leave no repro files"
     print(summary.group(0))
 
@@ -38,9 +38,9 @@ def broken(workdir):
     repros = glob.glob(os.path.join(workdir, "*.repro"))
     assert len(repros) == 1, (repros, out)
     text = open(repros[0]).read()
-    assert 'python{pass="example_passes:swap_first_add",path="%s"}' % support.EXAMPLES in text, text[:600]
+    assert "#! pipeline: python{pass=example_passes:swap_first_add,path=%s}" % support.EXAMPLES in text, text[:600]
     assert "#! registries: python" in text, text[:600]
-    assert "bitwise" in text or "differ" in text, text[:1200]
+    assert "changed numerics" in text and "elements differ" in text, text[:1200]
     code, replay = support.run(["repro", repros[0]], expect=1)
     assert "verdict: FAILS" in replay, replay
     # The minimized graph still holds an add the pass turns into a sub.
