@@ -34,7 +34,7 @@ def correct(name, workdir):
 
 def broken(workdir):
     out = fuzz("example_passes:swap_first_add", support.EXAMPLES, workdir,
-               ["--cases", "20", "--seed", "11", "--max-failures", "1", "--minimize-seconds", "25"], 1)
+               ["--cases", "20", "--seed", "11", "--max-failures", "1", "--minimize-seconds", "12"], 1)
     repros = glob.glob(os.path.join(workdir, "*.repro"))
     assert len(repros) == 1, (repros, out)
     text = open(repros[0]).read()
@@ -45,7 +45,7 @@ def broken(workdir):
     assert "verdict: FAILS" in replay, replay
     # The minimized graph still holds an add the pass turns into a sub.
     minimized = os.path.join(workdir, "min.repro")
-    support.run(["minimize", repros[0], "--out", minimized, "--seconds", "20"], expect=0)
+    support.run(["minimize", repros[0], "--out", minimized, "--seconds", "8"], expect=0)
     support.run(["repro", minimized], expect=1)
     print(out.strip().splitlines()[-1])
     print("replayed and minimized: " + os.path.basename(repros[0]))
