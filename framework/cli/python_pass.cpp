@@ -199,8 +199,18 @@ check::PassResult run_python_pass(ir::Graph& graph, const check::PassOptions& op
   ScratchDir scratch;
   const fs::path case_py = scratch.path / "case.py", after = scratch.path / "after.graph",
                  log = scratch.path / "worker.log";
-  io::write_file(case_py.string(), write_python_graph(graph, "the graph given to python pass " + spec),
-                 "Python case file");
+  std::string case_text;
+  try {
+    case_text = write_python_graph(graph, "the graph given to python pass " + spec);
+  } catch (const PythonWriteError& e) {
+    // Not the pass's fault: a graph with no Python form (a collective, grouped_mm, a
+    // symbolic shape) is left alone and the note says why.
+    check::PassResult skipped;
+    skipped.stats["graphs_without_python_form"] = 1;
+    skipped.notes.push_back(std::string("not run: ") + e.what());
+    return skipped;
+  }
+  io::write_file(case_py.string(), case_text, "Python case file");
   WorkerRun run = run_worker({"--pass", spec, "--graph", case_py.string(), "--out", after.string()},
                              options.get("path"), log, timeout_ms);
   if (run.outcome.kind != check::ChildOutcome::Kind::Exited || run.outcome.exit_code != kWorkerOk)
