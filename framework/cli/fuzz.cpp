@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 
 namespace passcheck::cli {
@@ -136,7 +137,6 @@ int run_fuzz(const FuzzArgs& args) {
       if (!options.pipeline.empty() || !options.pass.empty() || !options.chunk.empty())
         throw std::invalid_argument("--python-pass is the pass under test; it takes no --pass, --pipeline or --chunk");
       options.pipeline = python_pass_pipeline(args.python_pass, args.python_path);
-      check_python_pass(args.python_pass, args.python_path);  // a misspelt pass: exit 2 before any case
       sets.push_back(kPythonPassSet);
     } else if (!args.python_path.empty()) {
       throw std::invalid_argument("--python-path needs --python-pass");
@@ -161,6 +161,12 @@ int run_fuzz(const FuzzArgs& args) {
     options.baseline_pass = args.baseline_pass;
     options.registries = sets;
     check::PassRegistry registry = make_registry(options.registries);
+    std::optional<PythonServer> python_server;  // one Python start for the whole campaign
+    if (!args.python_pass.empty()) {
+      python_server.emplace(args.python_pass, args.python_path);
+      // A server that did not start: say why (a misspelt pass is exit 2 before any case).
+      if (!python_server->running()) check_python_pass(args.python_pass, args.python_path);
+    }
 
     ProgressLine line;
     campaign::CampaignCallbacks callbacks;

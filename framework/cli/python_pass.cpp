@@ -10,8 +10,12 @@
 #include "framework/io/files.h"
 #include "framework/ir/text.h"
 
+#include <nlohmann/json.hpp>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <thread>
 
 #ifndef PASSCHECK_PYTHON_DIR
@@ -31,8 +36,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Where case processes find the campaign's fork server (PythonServer).
+constexpr const char* kServerEnv = "PASSCHECK_PYTHON_SERVER";
+
 // The worker's exit statuses (python/passcheck_fx/pass_worker.py).
-enum WorkerExit : int { kWorkerOk = 0, kWorkerBadSpec = 2, kWorkerPassRaised = 3, kWorkerBadResult = 4, kWorkerBadGraph = 5 };
+enum WorkerExit : int { kWorkerOk = 0, kWorkerBadSpec = 2, kWorkerPassRaised = 3, kWorkerBadResult = 4, kWorkerBadGraph = 5,
+                 kWorkerVanished = 1000 };
 
 std::string python_interpreter() {
   const char* v = std::getenv("PASSCHECK_PYTHON");
@@ -65,14 +74,15 @@ struct ScratchDir {
   }
 };
 
-WorkerRun run_worker(std::vector<std::string> args, const std::string& python_path, const fs::path& log_path,
-                     int64_t timeout_ms) {
+// Starts `python -m passcheck_fx.pass_worker ARGS` with its output in `log_path`;
+// returns its pid (-1 when fork fails). The worker dies with this process.
+pid_t spawn_worker(std::vector<std::string> args, const std::string& python_path, const fs::path& log_path) {
   std::string pythonpath = passcheck_python_dir();
   if (!python_path.empty()) pythonpath = python_path + ":" + pythonpath;
   if (const char* inherited = std::getenv("PYTHONPATH"); inherited && *inherited) pythonpath += std::string(":") + inherited;
   args.insert(args.begin(), {python_interpreter(), "-m", "passcheck_fx.pass_worker"});
   const pid_t parent = ::getpid();
-  pid_t pid = check::spawn_child([&]() -> int {
+  return check::spawn_child([&]() -> int {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) return 127;
     FILE* log = std::fopen(log_path.c_str(), "w");
@@ -88,6 +98,19 @@ WorkerRun run_worker(std::vector<std::string> args, const std::string& python_pa
     std::fprintf(stderr, "cannot run %s: %s\n", argv[0], std::strerror(errno));
     return 127;
   });
+}
+
+std::string read_log(const fs::path& log_path) {
+  try {
+    return io::read_file(log_path.string(), "Python worker log");
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+WorkerRun run_worker(std::vector<std::string> args, const std::string& python_path, const fs::path& log_path,
+                     int64_t timeout_ms) {
+  pid_t pid = spawn_worker(std::move(args), python_path, log_path);
   WorkerRun run;
   if (pid < 0) {
     run.outcome.kind = check::ChildOutcome::Kind::ForkFailed;
@@ -103,10 +126,63 @@ WorkerRun run_worker(std::vector<std::string> args, const std::string& python_pa
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  try {
-    run.log = io::read_file(log_path.string(), "Python worker log");
-  } catch (const std::exception&) {
+  run.log = read_log(log_path);
+  return run;
+}
+
+// One request to the campaign's fork server (PythonServer); nullopt when it cannot be
+// reached (the caller then starts a worker of its own).
+std::optional<WorkerRun> run_via_server(const std::string& socket_path, const nlohmann::json& request,
+                                        const fs::path& log_path, int64_t timeout_ms) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof addr.sun_path) return std::nullopt;
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return std::nullopt;
   }
+  const std::string line = request.dump() + "\n";
+  for (size_t sent = 0; sent < line.size();) {
+    ssize_t n = ::send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  WorkerRun run;
+  std::string reply;
+  auto start = std::chrono::steady_clock::now();
+  bool timed_out = false;
+  while (reply.find('\n') == std::string::npos) {
+    int64_t left = 200;
+    if (timeout_ms > 0) {
+      auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      left = timeout_ms - elapsed.count();
+      if (left <= 0) {
+        timed_out = true;
+        break;
+      }
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 200))) <= 0) continue;
+    char buf[64];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;  // the server's child died without answering
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);  // a child still running sees the hang-up and exits
+  if (timed_out) {
+    run.outcome.kind = check::ChildOutcome::Kind::TimedOut;
+  } else if (reply.find('\n') == std::string::npos) {
+    run.outcome.exit_code = kWorkerVanished;
+  } else {
+    run.outcome.exit_code = std::atoi(reply.c_str());
+  }
+  run.log = read_log(log_path);
   return run;
 }
 
@@ -148,6 +224,7 @@ std::string worker_failure(const std::string& spec, const WorkerRun& run, int64_
       case kWorkerBadResult: what = "the Python pass's result cannot be exported back to passcheck"; break;
       case kWorkerBadGraph: what = "the Python worker could not rebuild the graph"; break;
       case 127: what = "cannot start the Python worker (" + python_interpreter() + ")"; break;
+      case kWorkerVanished: what = "the Python worker died without an answer"; break;
       default: what = "the Python worker ended with " + o.describe(timeout_ms);
     }
   }
@@ -211,8 +288,15 @@ check::PassResult run_python_pass(ir::Graph& graph, const check::PassOptions& op
     return skipped;
   }
   io::write_file(case_py.string(), case_text, "Python case file");
-  WorkerRun run = run_worker({"--pass", spec, "--graph", case_py.string(), "--out", after.string()},
-                             options.get("path"), log, timeout_ms);
+  std::optional<WorkerRun> served;
+  if (const char* server = std::getenv(kServerEnv); server && *server) {
+    nlohmann::json request = {{"pass", spec}, {"path", options.get("path")}, {"graph", case_py.string()},
+                              {"out", after.string()}, {"log", log.string()}};
+    served = run_via_server(server, request, log, timeout_ms);
+  }
+  WorkerRun run = served ? *served
+                         : run_worker({"--pass", spec, "--graph", case_py.string(), "--out", after.string()},
+                                      options.get("path"), log, timeout_ms);
   if (run.outcome.kind != check::ChildOutcome::Kind::Exited || run.outcome.exit_code != kWorkerOk)
     throw std::runtime_error(worker_failure(spec, run, timeout_ms));
   std::unique_ptr<ir::Graph> result;
@@ -271,6 +355,37 @@ void check_python_pass(const std::string& spec, const std::string& python_path) 
   WorkerRun run = run_worker({"--pass", spec, "--check"}, python_path, scratch.path / "worker.log", 60000);
   if (run.outcome.kind == check::ChildOutcome::Kind::Exited && run.outcome.exit_code == kWorkerOk) return;
   throw std::invalid_argument(worker_failure(spec, run, 60000));
+}
+
+PythonServer::PythonServer(const std::string& spec, const std::string& python_path) {
+  char pattern[] = "/tmp/passcheck-pyserver-XXXXXX";
+  if (!::mkdtemp(pattern)) return;
+  dir_ = pattern;
+  const std::string socket_path = dir_ + "/s";
+  pid_ = spawn_worker({"--pass", spec, "--serve", socket_path}, python_path, fs::path(dir_) / "server.log");
+  if (pid_ < 0) return;
+  // Ready when the socket appears; a server that exits or takes over a minute is not
+  // used (each case then starts its own worker, which reports the problem).
+  auto start = std::chrono::steady_clock::now();
+  check::ChildOutcome ended;
+  while (!fs::exists(socket_path)) {
+    if (check::poll_child(pid_, ended) || std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+      if (ended.kind != check::ChildOutcome::Kind::Exited || !fs::exists(socket_path)) check::kill_child(pid_);
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::setenv(kServerEnv, socket_path.c_str(), 1);
+}
+
+PythonServer::~PythonServer() {
+  if (pid_ > 0) {
+    ::unsetenv(kServerEnv);
+    check::kill_child(pid_);
+  }
+  std::error_code ignored;
+  if (!dir_.empty()) fs::remove_all(dir_, ignored);
 }
 
 }  // namespace passcheck::cli

@@ -26,4 +26,22 @@ std::string python_pass_pipeline(const std::string& spec, const std::string& pyt
 /// the worker's message when MODULE:FUNCTION does not name a callable (bad input).
 void check_python_pass(const std::string& spec, const std::string& python_path);
 
+/// A fork server of Python workers for one campaign: it imports torch and the pass once,
+/// and every case process (which inherits PASSCHECK_PYTHON_SERVER) gets a fork of it
+/// instead of starting Python. Stopped when destroyed; when it cannot start, cases start
+/// their own workers as without it.
+class PythonServer {
+ public:
+  PythonServer(const std::string& spec, const std::string& python_path);
+  ~PythonServer();
+  PythonServer(const PythonServer&) = delete;
+  PythonServer& operator=(const PythonServer&) = delete;
+  /// Whether cases use it.
+  bool running() const { return pid_ > 0; }
+
+ private:
+  int pid_ = -1;
+  std::string dir_;
+};
+
 }  // namespace passcheck::cli
