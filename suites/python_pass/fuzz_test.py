@@ -6,7 +6,7 @@ test so each stays well under a minute). Usage: fuzz_test.py PASSCHECK_BINARY SC
                    the Python pass, replays with `passcheck repro FILE` (exit 1) and
                    minimizes with `passcheck minimize`
   bad-spec         a misspelt module, function or non-callable is bad input (exit 2)
-  worker-failures  a pass that raises, returns a non-module, or hangs is a failure of
+  worker-failures  a pass that raises, returns a non-module, crashes or hangs is a failure of
                    the pass (exit 1, a repro naming what happened), never a crash
 """
 import glob
@@ -70,6 +70,7 @@ def bad_spec(workdir):
 def worker_failures(workdir):
     for name, words, extra in [("raises", "the Python pass raised an exception", []),
                                ("returns_a_string", "cannot be exported back", []),
+                               ("crashes", "the Python worker died without an answer", []),
                                ("hangs", "timeout", ["--timeout-ms", "8000"])]:
         sub = os.path.join(workdir, name)
         out = fuzz("test_passes:" + name, support.HERE, sub, ["--cases", "1", "--no-minimize"] + extra, 1)
@@ -79,6 +80,9 @@ def worker_failures(workdir):
         assert words in text or words in out, (name, words, out, text[:1500])
         if name == "raises":
             assert "ValueError: this pass always fails" in text, text[:1500]
+        if name != "hangs":  # replayed by a worker of its own, outside the campaign's server
+            code, replay = support.run(["repro", repros[0]], expect=1)
+            assert "verdict: FAILS" in replay and "python pass test_passes:" + name in replay, replay
         print("%s: %s" % (name, [l for l in out.splitlines() if l.startswith("case ")][0]))
 
 

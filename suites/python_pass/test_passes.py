@@ -1,5 +1,6 @@
 """Python passes that misbehave in the ways the worker must report (suites/python_pass/
-fuzz_test.py): raising, returning something that is not a GraphModule, and hanging."""
+fuzz_test.py): raising, returning something that is not a GraphModule, crashing, and hanging."""
+import os
 import time
 
 
@@ -9,6 +10,10 @@ def raises(gm):
 
 def returns_a_string(gm):
     return "not a graph module"
+
+
+def crashes(gm):
+    os.abort()
 
 
 def hangs(gm):
