@@ -292,6 +292,8 @@ int run_minimize(const MinimizeArgs& args) {
     check::Repro r = check::read_repro(args.file);
     check::PassRegistry registry = make_registry(r.registries);
     check::prepare_for_fork();
+    // A Python pass runs on every candidate: one Python start for all of them.
+    std::unique_ptr<PythonServer> python_server = serve_python_pass_of(r.pipeline, registry);
     std::string out = args.out.empty() ? args.file : args.out;
     ProgressLine line;
     auto progress = [&](const campaign::MinimizeProgress& p) {

@@ -388,4 +388,13 @@ PythonServer::~PythonServer() {
   if (!dir_.empty()) fs::remove_all(dir_, ignored);
 }
 
+std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, const check::PassRegistry& registry) {
+  for (const check::PassInvocation& inv : check::parse_pipeline(pipeline, registry)) {
+    if (inv.name != "python") continue;
+    check::PassOptions options(registry.get(inv.name).info, inv.options);
+    return std::make_unique<PythonServer>(options.get("pass"), options.get("path"));
+  }
+  return nullptr;
+}
+
 }  // namespace passcheck::cli

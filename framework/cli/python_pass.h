@@ -8,6 +8,7 @@
 
 #include "framework/check/pass.h"
 
+#include <memory>
 #include <string>
 
 namespace passcheck::cli {
@@ -43,5 +44,9 @@ class PythonServer {
   int pid_ = -1;
   std::string dir_;
 };
+
+/// A PythonServer for the first Python pass `pipeline` runs (the minimizer runs it on
+/// every candidate); null when it runs none.
+std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, const check::PassRegistry& registry);
 
 }  // namespace passcheck::cli
