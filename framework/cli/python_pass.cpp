@@ -232,7 +232,8 @@ std::string worker_failure(const std::string& spec, const WorkerRun& run, int64_
 }
 
 // Replaces `graph`'s nodes and outputs with those of `result`, whose inputs must be
-// `graph`'s (a pass rewrites the computation, never the signature).
+// `graph`'s in kind and type, position by position (a pass rewrites the computation,
+// never the signature).
 void adopt_result(ir::Graph& graph, const ir::Graph& result, const std::string& spec) {
   if (result.inputs().size() != graph.inputs().size())
     throw std::runtime_error("python pass " + spec + " returned a graph with " + std::to_string(result.inputs().size()) +
@@ -241,7 +242,9 @@ void adopt_result(ir::Graph& graph, const ir::Graph& result, const std::string& 
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     const ir::Value* got = result.inputs()[i];
     ir::Value* want = graph.inputs()[i];
-    if (got->name() != want->name() || got->role() != want->role() || ir::print_type(*got) != ir::print_type(*want))
+    // Names may differ (an exporter may spell "fc1.weight" as fx's "fc1_weight"): inputs
+    // match by position, and the graph keeps its own names.
+    if (got->role() != want->role() || ir::print_type(*got) != ir::print_type(*want))
       throw std::runtime_error("python pass " + spec + " changed input " + std::to_string(i) + ": " +
                                ir::to_string(want->role()) + " %" + want->name() + " : " + ir::print_type(*want) +
                                " came back as " + ir::to_string(got->role()) + " %" + got->name() + " : " +
