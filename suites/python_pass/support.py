@@ -16,7 +16,8 @@ def passcheck_binary():
 
 
 def bridge_has_exporter():
-    init = os.path.join(SOURCE_DIR, "python", "passcheck_fx", "__init__.py")
+    python_dir = os.environ.get("PASSCHECK_PYTHON_DIR") or os.path.join(SOURCE_DIR, "python")
+    init = os.path.join(python_dir, "passcheck_fx", "__init__.py")
     return os.path.exists(init) and "def export_graph" in open(init).read()
 
 
