@@ -230,6 +230,7 @@ int run_repro(const ReproArgs& args) {
     if (!args.pipeline.empty()) r.pipeline = args.pipeline;
     check::PassRegistry registry = make_registry(r.registries);
     check::parse_pipeline(r.pipeline, registry);  // unknown pass: exit 2 here
+    check_python_passes_of(r.pipeline, registry);  // a Python pass this machine cannot import: exit 2
     const int64_t timeout_ms = campaign::replay_timeout_ms(r, args.timeout_ms);
     // A replay that ends abnormally: a crash or a timeout is the failure still showing.
     auto abnormal = [&](const check::ChildOutcome& o) {

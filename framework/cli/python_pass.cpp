@@ -1,7 +1,9 @@
-// The "python" pass (python_pass.h). Each run is one worker process: the graph goes out
-// as a Python file, the result comes back as graph text, and the worker's exit status
-// says whose fault a failure is (worker_failure). The worker is killed with the case
-// process (PR_SET_PDEATHSIG), so a fuzz case that times out leaves no Python behind.
+// The "python" pass (python_pass.h). Each run is one worker: the graph goes out as a
+// Python file, the result comes back as graph text, and the worker's exit status says
+// whose fault a failure is (worker_failure). The worker is a fork of the campaign's
+// server (PythonServer, over a Unix socket) when there is one, else a process of its
+// own; either dies with its case (the fork on the socket's hang-up, the process by
+// PR_SET_PDEATHSIG), so a fuzz case that times out leaves no Python behind.
 #include "framework/cli/python_pass.h"
 
 #include "framework/check/isolation.h"
@@ -39,9 +41,16 @@ namespace fs = std::filesystem;
 // Where case processes find the campaign's fork server (PythonServer).
 constexpr const char* kServerEnv = "PASSCHECK_PYTHON_SERVER";
 
-// The worker's exit statuses (python/passcheck_fx/pass_worker.py).
-enum WorkerExit : int { kWorkerOk = 0, kWorkerBadSpec = 2, kWorkerPassRaised = 3, kWorkerBadResult = 4, kWorkerBadGraph = 5,
-                 kWorkerVanished = 1000 };
+// The worker's exit statuses (python/passcheck_fx/pass_worker.py); kWorkerVanished: a
+// server's fork that hung up without an answer (it crashed).
+enum WorkerExit : int {
+  kWorkerOk = 0,
+  kWorkerBadSpec = 2,
+  kWorkerPassRaised = 3,
+  kWorkerBadResult = 4,
+  kWorkerBadGraph = 5,
+  kWorkerVanished = 1000
+};
 
 std::string python_interpreter() {
   const char* v = std::getenv("PASSCHECK_PYTHON");
@@ -361,6 +370,7 @@ void check_python_pass(const std::string& spec, const std::string& python_path) 
 }
 
 PythonServer::PythonServer(const std::string& spec, const std::string& python_path) {
+  // Under /tmp, not $TMPDIR: a Unix socket path must fit in 108 bytes.
   char pattern[] = "/tmp/passcheck-pyserver-XXXXXX";
   if (!::mkdtemp(pattern)) return;
   dir_ = pattern;
@@ -372,8 +382,9 @@ PythonServer::PythonServer(const std::string& spec, const std::string& python_pa
   auto start = std::chrono::steady_clock::now();
   check::ChildOutcome ended;
   while (!fs::exists(socket_path)) {
-    if (check::poll_child(pid_, ended) || std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
-      if (ended.kind != check::ChildOutcome::Kind::Exited || !fs::exists(socket_path)) check::kill_child(pid_);
+    const bool exited = check::poll_child(pid_, ended);  // reaped: never signal it again
+    if (exited || std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+      if (!exited) check::kill_child(pid_);
       pid_ = -1;
       return;
     }
@@ -391,13 +402,31 @@ PythonServer::~PythonServer() {
   if (!dir_.empty()) fs::remove_all(dir_, ignored);
 }
 
-std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, const check::PassRegistry& registry) {
+namespace {
+
+// The first Python pass `pipeline` runs: (MODULE:FUNCTION, path); nullopt when none.
+std::optional<std::pair<std::string, std::string>> python_pass_of(const std::string& pipeline,
+                                                                  const check::PassRegistry& registry) {
   for (const check::PassInvocation& inv : check::parse_pipeline(pipeline, registry)) {
     if (inv.name != "python") continue;
     check::PassOptions options(registry.get(inv.name).info, inv.options);
-    return std::make_unique<PythonServer>(options.get("pass"), options.get("path"));
+    return std::make_pair(options.get("pass"), options.get("path"));
   }
-  return nullptr;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, const check::PassRegistry& registry) {
+  auto pass = python_pass_of(pipeline, registry);
+  if (!pass) return nullptr;
+  auto server = std::make_unique<PythonServer>(pass->first, pass->second);
+  if (!server->running()) check_python_pass(pass->first, pass->second);  // say why: exit 2
+  return server;
+}
+
+void check_python_passes_of(const std::string& pipeline, const check::PassRegistry& registry) {
+  if (auto pass = python_pass_of(pipeline, registry)) check_python_pass(pass->first, pass->second);
 }
 
 }  // namespace passcheck::cli

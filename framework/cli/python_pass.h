@@ -46,7 +46,12 @@ class PythonServer {
 };
 
 /// A PythonServer for the first Python pass `pipeline` runs (the minimizer runs it on
-/// every candidate); null when it runs none.
+/// every candidate); null when it runs none. Throws like check_python_pass when the pass
+/// cannot be imported.
 std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, const check::PassRegistry& registry);
+
+/// check_python_pass for the Python pass `pipeline` runs, if any: a repro naming a module
+/// this machine cannot import is bad input (exit 2), not the failure still showing.
+void check_python_passes_of(const std::string& pipeline, const check::PassRegistry& registry);
 
 }  // namespace passcheck::cli

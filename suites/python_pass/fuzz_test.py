@@ -7,7 +7,8 @@ test so each stays well under a minute). Usage: fuzz_test.py PASSCHECK_BINARY SC
                    minimizes with `passcheck minimize`
   bad-spec         a misspelt module, function or non-callable is bad input (exit 2)
   worker-failures  a pass that raises, returns a non-module, crashes or hangs is a failure of
-                   the pass (exit 1, a repro naming what happened), never a crash
+                   the pass (exit 1, a repro naming what happened), never a crash; a repro
+                   naming a pass this machine cannot import is bad input (exit 2)
 """
 import glob
 import os
@@ -83,6 +84,13 @@ def worker_failures(workdir):
         if name != "hangs":  # replayed by a worker of its own, outside the campaign's server
             code, replay = support.run(["repro", repros[0]], expect=1)
             assert "verdict: FAILS" in replay and "python pass test_passes:" + name in replay, replay
+        if name == "raises":
+            # The same repro naming a function this machine cannot import: bad input.
+            moved = os.path.join(sub, "moved.repro")
+            with open(moved, "w") as f:
+                f.write(text.replace("pass=test_passes:raises", "pass=test_passes:gone_away"))
+            code, replay = support.run(["repro", moved], expect=2)
+            assert "has no 'gone_away'" in replay, replay
         print("%s: %s" % (name, [l for l in out.splitlines() if l.startswith("case ")][0]))
 
 
