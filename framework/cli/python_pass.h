@@ -3,7 +3,8 @@
 // torch.fx GraphModule in a worker process (python/passcheck_fx/pass_worker.py), and
 // reads the exported result back in place of the graph. Registered in the "python" pass
 // set, so fuzz, repro and minimize check a Python pass exactly like a C++ one and a repro
-// file names it. docs/python-passes.md describes the workflow.
+// file names it; a campaign's cases share one fork server (PythonServer) instead of
+// starting Python each. docs/python-passes.md describes the workflow.
 #pragma once
 
 #include "framework/check/pass.h"
