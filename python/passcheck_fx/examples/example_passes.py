@@ -2,8 +2,10 @@
 the suites/python_pass tests with `passcheck fuzz --python-pass example_passes:FUNCTION
 --python-path python/passcheck_fx/examples`.
 
-identity and dce are correct; swap_first_add is deliberately broken (it turns the first
-aten.add.Tensor into aten.sub.Tensor), so the fuzzer has something to catch.
+identity and dce are correct; upstream_cse is PyTorch's own CSEPass (1.13 merges two equal
+nodes whose results are then both mutated in place: docs/python-passes.md); swap_first_add
+is deliberately broken (it turns the first aten.add.Tensor into aten.sub.Tensor), so the
+fuzzer has something to catch.
 """
 import torch
 
@@ -28,3 +30,9 @@ def swap_first_add(gm):
             break
     gm.recompile()
     return gm
+
+
+def upstream_cse(gm):
+    """torch.fx's common-subexpression elimination as PyTorch ships it (returns a PassResult)."""
+    from torch.fx.passes.dialect.common.cse_pass import CSEPass
+    return CSEPass()(gm)
