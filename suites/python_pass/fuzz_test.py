@@ -9,6 +9,7 @@ test so each stays well under a minute). Usage: fuzz_test.py PASSCHECK_BINARY SC
   worker-failures  a pass that raises, returns a non-module, crashes or hangs is a failure of
                    the pass (exit 1, a repro naming what happened), never a crash; a repro
                    naming a pass this machine cannot import is bad input (exit 2)
+  no-python-form   a graph with passcheck's own operators is not given to the pass
 """
 import glob
 import os
@@ -94,6 +95,38 @@ def worker_failures(workdir):
         print("%s: %s" % (name, [l for l in out.splitlines() if l.startswith("case ")][0]))
 
 
+NO_PYTHON_FORM = """#! passcheck-repro 1
+#! version: 0.1.0
+#! status: pending
+#! pipeline: python{pass=example_passes:swap_first_add,path=%s}
+#! registries: python
+#! seed: 1
+#! int-high: 1
+#! case: a graph holding passcheck's own grouped_mm
+# original
+graph(arg %%x : f32[4, 2], arg %%w : f32[2, 2, 3], arg %%o : i64[2]):
+  %%y : f32[4, 3] = %s
+  %%a : f32[4, 2] = aten::add.Tensor(%%x, %%x, 1)
+  return (%%y, %%a)
+"""
+
+
+def no_python_form(workdir):
+    # grouped_mm has no Python form: the pass is not given the graph, so its add survives;
+    # the same graph with an aten op there is given to it, and the broken pass is caught.
+    left_alone = os.path.join(workdir, "grouped_mm.repro")
+    with open(left_alone, "w") as f:
+        f.write(NO_PYTHON_FORM % (support.EXAMPLES, "passcheck::grouped_mm(%x, %w, %o)"))
+    code, out = support.run(["repro", left_alone], expect=0)
+    assert "verdict: PASSES" in out, out
+    checked = os.path.join(workdir, "zeros.repro")
+    with open(checked, "w") as f:
+        f.write(NO_PYTHON_FORM % (support.EXAMPLES, "aten::zeros([4, 3], None, None, None, None)"))
+    code, out = support.run(["repro", checked], expect=1)
+    assert "changed numerics: output 1 %a" in out, out
+    print("a graph without a Python form is left alone; the same graph with one is checked")
+
+
 def main():
     scenario = sys.argv[2]
     with tempfile.TemporaryDirectory() as workdir:
@@ -105,6 +138,8 @@ def main():
             bad_spec(workdir)
         elif scenario == "worker-failures":
             worker_failures(workdir)
+        elif scenario == "no-python-form":
+            no_python_form(workdir)
         else:
             raise SystemExit("unknown scenario " + scenario)
     print(scenario + ": OK")
