@@ -54,7 +54,7 @@ struct CampaignOptions {
   /// Differential mode: a failure counts only when the pipeline with this pass in place
   /// of `pass` survives the case.
   std::string baseline_pass;
-  /// The extra pass sets the registry holds ("mutants", "test"), recorded in every repro
+  /// The extra pass sets the registry holds ("mutants", "test", "python"), recorded in every repro
   /// so a replay builds the same registry.
   std::vector<std::string> registries;
 };

@@ -142,8 +142,8 @@ Repro parse_repro(const std::string& text, const std::string& path) {
       std::string item;
       while (std::getline(ss, item, ',')) {
         item = trim(item);
-        if (item != "mutants" && item != "test")
-          throw ReproError(path, lineno, "unknown registry '" + item + "' (known: mutants, test)");
+        if (item != "mutants" && item != "test" && item != "python")
+          throw ReproError(path, lineno, "unknown registry '" + item + "' (known: mutants, test, python)");
         r.registries.push_back(item);
       }
     } else if (key == "seed") {

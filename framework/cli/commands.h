@@ -247,6 +247,10 @@ struct FuzzArgs {
   std::string chunk;
   /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
   std::string report;
+  /// A Python pass to fuzz ("MODULE:FUNCTION", framework/cli/python_pass.h) and the
+  /// directory it is imported from.
+  std::string python_pass;
+  std::string python_path;
 };
 int run_fuzz(const FuzzArgs& args);
 
@@ -305,5 +309,19 @@ struct GateArgs {
 /// Adds the gate subcommand to `app`; the returned function runs it when the command line
 /// named it (std::nullopt otherwise).
 std::function<std::optional<int>()> add_gate_command(CLI::App& app);
+/// `passcheck export-python FILE`: the graph as a Python file (framework/cli/python_writer.h).
+struct ExportPythonArgs {
+  std::string file;          ///< a graph file, or
+  int64_t generated = -1;    ///< the seed of a generated fuzz case (gen::generate_case)
+  std::string graph_out;     ///< also write the graph's text here ("" : none)
+  std::string out;           ///< "" : standard output
+  std::string save_inputs;   ///< torch.save archive of the generated inputs ("" : none)
+  std::string save_outputs;  ///< torch.save archive of the executor's outputs ("" : none)
+  uint64_t seed = 0;
+  int64_t int_high = 2;
+};
+int run_export_python(const ExportPythonArgs& args);
+/// Adds export-python (framework/cli/python_commands.cpp); same contract as add_campaign_commands.
+std::function<std::optional<int>()> add_python_commands(CLI::App& app);
 
 }  // namespace passcheck::cli

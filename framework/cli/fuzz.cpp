@@ -11,6 +11,7 @@
 #include "framework/check/isolation.h"
 #include "framework/check/pipeline.h"
 #include "framework/check/repro.h"
+#include "framework/cli/python_pass.h"
 #include "framework/cli/report_commands.h"
 #include "framework/io/files.h"
 #include "framework/ir/text.h"
@@ -31,6 +32,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 
 namespace passcheck::cli {
@@ -42,13 +44,14 @@ bool env_test_passes() {
   return v && std::string(v) == "1";
 }
 
-// The built-in passes plus the extra sets asked for ("mutants", "test").
+// The built-in passes plus the extra sets asked for ("mutants", "test", "python").
 check::PassRegistry make_registry(const std::vector<std::string>& extra) {
   check::PassRegistry registry;
   check::register_builtin_passes(registry);
   for (const auto& set : extra) {
     if (set == "mutants") mutants::register_all_mutants(registry);
     if (set == "test") mutants::register_test_passes(registry);
+    if (set == kPythonPassSet) register_python_pass(registry);
   }
   return registry;
 }
@@ -131,6 +134,15 @@ int run_fuzz(const FuzzArgs& args) {
     options.pipeline = args.pipeline;
     options.pass = args.pass;
     options.chunk = args.chunk;
+    std::vector<std::string> sets = registry_sets(args.mutants, args.test_passes);
+    if (!args.python_pass.empty()) {
+      if (!options.pipeline.empty() || !options.pass.empty() || !options.chunk.empty())
+        throw std::invalid_argument("--python-pass is the pass under test; it takes no --pass, --pipeline or --chunk");
+      options.pipeline = python_pass_pipeline(args.python_pass, args.python_path);
+      sets.push_back(kPythonPassSet);
+    } else if (!args.python_path.empty()) {
+      throw std::invalid_argument("--python-path needs --python-pass");
+    }
     if (options.pipeline.empty() && options.pass.empty() && options.chunk.empty()) {
       options.pipeline = check::named_pipelines().at("default");
       std::cout << "no --pass or --pipeline: fuzzing the default pipeline (" << options.pipeline << ")\n";
@@ -149,8 +161,14 @@ int run_fuzz(const FuzzArgs& args) {
     options.minimize = args.minimize;
     options.minimize_seconds = args.minimize_seconds;
     options.baseline_pass = args.baseline_pass;
-    options.registries = registry_sets(args.mutants, args.test_passes);
+    options.registries = sets;
     check::PassRegistry registry = make_registry(options.registries);
+    std::optional<PythonServer> python_server;  // one Python start for the whole campaign
+    if (!args.python_pass.empty()) {
+      python_server.emplace(args.python_pass, args.python_path);
+      // A server that did not start: say why (a misspelt pass is exit 2 before any case).
+      if (!python_server->running()) check_python_pass(args.python_pass, args.python_path);
+    }
 
     ProgressLine line;
     campaign::CampaignCallbacks callbacks;
@@ -215,6 +233,7 @@ int run_repro(const ReproArgs& args) {
     if (!args.pipeline.empty()) r.pipeline = args.pipeline;
     check::PassRegistry registry = make_registry(r.registries);
     check::parse_pipeline(r.pipeline, registry);  // unknown pass: exit 2 here
+    check_python_passes_of(r.pipeline, registry);  // a Python pass this machine cannot import: exit 2
     const int64_t timeout_ms = campaign::replay_timeout_ms(r, args.timeout_ms);
     // A replay that ends abnormally: a crash or a timeout is the failure still showing.
     auto abnormal = [&](const check::ChildOutcome& o) {
@@ -277,6 +296,8 @@ int run_minimize(const MinimizeArgs& args) {
     check::Repro r = check::read_repro(args.file);
     check::PassRegistry registry = make_registry(r.registries);
     check::prepare_for_fork();
+    // A Python pass runs on every candidate: one Python start for all of them.
+    std::unique_ptr<PythonServer> python_server = serve_python_pass_of(r.pipeline, registry);
     std::string out = args.out.empty() ? args.file : args.out;
     ProgressLine line;
     auto progress = [&](const campaign::MinimizeProgress& p) {
@@ -400,6 +421,9 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   fuzz_cmd->add_option("--chunk", fuzz.chunk,
                        "Fuzz the chunking passes in this mode (batch): chunkable programs, graph chunking against eager "
                        "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)");
+  fuzz_cmd->add_option("--python-pass", fuzz.python_pass,
+                       "Fuzz this Python pass (MODULE:FUNCTION over a torch.fx GraphModule; docs/python-passes.md)");
+  fuzz_cmd->add_option("--python-path", fuzz.python_path, "Directory the Python pass is imported from");
   fuzz_cmd->add_flag("!--no-minimize", fuzz.minimize, "Keep failing repros at their original size");
   fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds, "Time limit of each minimization (>= 0)")
       ->check(non_negative)

@@ -227,6 +227,7 @@ int main(int argc, char** argv) {
 
   auto run_campaign_command = add_campaign_commands(app);
   auto run_gate_command = add_gate_command(app);
+  auto run_python_command = add_python_commands(app);
 
   // One exit-code contract (README "Exit codes"): --help and --version are 0, every
   // usage error (unknown subcommand or option, a missing or malformed value) is 2.
@@ -243,6 +244,7 @@ int main(int argc, char** argv) {
   }
   if (std::optional<int> code = run_campaign_command()) return *code;
   if (std::optional<int> code = run_gate_command()) return *code;
+  if (std::optional<int> code = run_python_command()) return *code;
   if (*trace_cmd) return run_trace(trace);
   if (*run_cmd) return run_graph_file(run);
   if (*opt_cmd) return run_opt(opt);

@@ -173,21 +173,26 @@ def _recompute(value):
 
 
 def _meta_suffix(node):
+    # meta["passcheck"]: what passcheck's Python writer recorded (export-python), so a
+    # graph that went through a Python pass keeps its own metadata; else PyTorch's keys.
     meta, parts = node.meta, []
-    phase = _phase(meta)
-    if phase:
+    own = meta.get("passcheck") if isinstance(meta.get("passcheck"), dict) else {}
+    phase = own.get("phase") or _phase(meta)
+    if phase and phase != "forward":
         parts.append(f"phase={phase}")
-    fqn = _module_fqn(meta.get("nn_module_stack"))
+    fqn = own.get("fqn") or _module_fqn(meta.get("nn_module_stack"))
     if fqn:
         parts.append(f"fqn={_quote(fqn)}")
-    if isinstance(meta.get("seq_nr"), int):
-        parts.append(f"seq={meta['seq_nr']}")
-    recompute = _recompute(meta.get("recompute"))
+    seq = own.get("seq", meta.get("seq_nr"))
+    if isinstance(seq, int):
+        parts.append(f"seq={seq}")
+    recompute = own.get("recompute") or _recompute(meta.get("recompute"))
     if recompute:
         parts.append(f"recompute={recompute}")
-    if isinstance(meta.get("ac_graph_id"), int):
-        parts.append(f"ac_region={meta['ac_graph_id']}")
-    custom = meta.get("custom")
+    ac_region = own.get("ac_region", meta.get("ac_graph_id"))
+    if isinstance(ac_region, int):
+        parts.append(f"ac_region={ac_region}")
+    custom = own.get("custom") or meta.get("custom")
     if isinstance(custom, dict) and custom:
         entries = ", ".join(f"{_quote(str(k))}: {_quote(str(v))}" for k, v in sorted(custom.items(), key=lambda kv: str(kv[0])))
         parts.append("custom={" + entries + "}")
@@ -196,7 +201,9 @@ def _meta_suffix(node):
 
 # ---- the graph ---------------------------------------------------------------------------
 
-def _input_kind(name, kinds):
+def _input_kind(name, kinds, node=None):
+    if not (kinds and name in kinds) and node is not None and node.meta.get("passcheck_kind") in INPUT_KINDS:
+        return node.meta["passcheck_kind"]  # recorded by passcheck's Python writer
     if kinds and name in kinds:
         kind = kinds[name]
         if kind not in INPUT_KINDS:
@@ -369,11 +376,11 @@ def _export(gm, kinds=None, example_inputs=None, meta_from=None, header=None, li
                                   "pass example_inputs to run ShapeProp)")
             if node in outputs_of:  # a saved tuple (functorch's partitioners): one input per slot
                 for i, (name, type_text) in enumerate(slot_values(node, val, where)):
-                    inputs.append(f"    {_input_kind(node.name, kinds)} %{name} : {type_text}")
+                    inputs.append(f"    {_input_kind(node.name, kinds, node)} %{name} : {type_text}")
                     input_slots.append((node.name, i))
                 continue
             input_slots.append((node.name, None))
-            inputs.append(f"    {_input_kind(node.name, kinds)} %{_check_name(node.name, where)} : {_describe(val, where)}")
+            inputs.append(f"    {_input_kind(node.name, kinds, node)} %{_check_name(node.name, where)} : {_describe(val, where)}")
         elif node.op == "call_function" and node.target is operator.getitem:
             names[node] = node.name
         elif node.op == "get_attr":

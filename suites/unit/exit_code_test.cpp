@@ -96,6 +96,9 @@ const std::vector<Expectation>& contract() {
       {"capture", "--model mlp --pipeline dce --out {dir}/c.repro", 0, "passes"},
       {"capture", "--model mlp --pipeline crash-on-odd --test-passes --out {dir}/c2.repro", 1, "crash"},
       {"capture", "--model mlp --pipeline nopass --out {dir}/c3.repro", 2, "nopass"},
+      {"export-python", "{dir}/g.txt -o {dir}/g.py", 0, ""},
+      {"export-python", "{dir}/nope.txt", 2, "nope.txt"},
+      {"fuzz", "--python-pass no_module_like_this:f --cases 1 --out {dir}/p", 2, "cannot import module"},
   };
   return rows;
 }

@@ -1,0 +1,201 @@
+"""The worker `passcheck fuzz --python-pass` runs a Python pass in.
+
+    python3 -m passcheck_fx.pass_worker --pass MODULE:FUNCTION --graph case.py --out after.graph
+    python3 -m passcheck_fx.pass_worker --pass MODULE:FUNCTION --check
+    python3 -m passcheck_fx.pass_worker --pass MODULE:FUNCTION --serve SOCKET
+
+case.py is a graph written by `passcheck export-python`; its build() gives the torch.fx
+GraphModule. FUNCTION(gm) may rewrite it in place and return None, or return a
+GraphModule, or an object with a .graph_module (torch.fx's PassResult). The result is
+exported back to passcheck's graph text with passcheck_fx.export_graph and written to
+--out. --check only imports MODULE, finds FUNCTION and imports the exporter. --serve is the
+fork server a fuzz campaign starts once (framework/cli/python_pass.cpp): each request
+runs in a fork of a process that has already imported torch and the pass.
+
+The exit status tells passcheck whose fault a failure is (framework/cli/python_pass.cpp):
+0 done, 2 MODULE:FUNCTION cannot be imported or is not callable, 3 the pass raised,
+4 its result is not a GraphModule or cannot be exported, 5 case.py does not build.
+Works with torch 1.13 and 2.x.
+"""
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+import traceback
+
+EXIT_BAD_SPEC = 2
+EXIT_PASS_RAISED = 3
+EXIT_BAD_RESULT = 4
+EXIT_BAD_GRAPH = 5
+
+
+def _fail(code, message):
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.exit(code)
+
+
+def load_exporter():
+    """The fx bridge's exporter: the one place this worker depends on it."""
+    from passcheck_fx import export_graph
+    return export_graph
+
+
+def load_pass(spec):
+    module_name, sep, function_name = spec.partition(":")
+    if not sep or not module_name or not function_name or ":" in function_name:
+        _fail(EXIT_BAD_SPEC, "python pass '%s': expected MODULE:FUNCTION" % spec)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception:
+        _fail(EXIT_BAD_SPEC, "cannot import module '%s' (sys.path: %s):\n%s"
+              % (module_name, ", ".join(sys.path[:4]), traceback.format_exc(limit=3)))
+    function = module
+    for part in function_name.split("."):
+        if not hasattr(function, part):
+            _fail(EXIT_BAD_SPEC, "module '%s' (%s) has no '%s'"
+                  % (module_name, getattr(module, "__file__", "?"), function_name))
+        function = getattr(function, part)
+    if not callable(function):
+        _fail(EXIT_BAD_SPEC, "'%s' in module '%s' is not callable" % (function_name, module_name))
+    return function
+
+
+def load_case(path):
+    try:
+        spec = importlib.util.spec_from_file_location("passcheck_case", path)
+        case = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(case)
+        return case, case.build()
+    except Exception:
+        _fail(EXIT_BAD_GRAPH, "cannot rebuild the graph from %s:\n%s" % (path, traceback.format_exc()))
+
+
+def result_module(original, result):
+    """The GraphModule a pass produced, from any of the return conventions."""
+    import torch.fx
+    if result is None:
+        return original
+    if isinstance(result, torch.fx.GraphModule):
+        return result
+    inner = getattr(result, "graph_module", None)
+    if isinstance(inner, torch.fx.GraphModule):
+        return inner
+    if isinstance(result, torch.fx.Graph):
+        return torch.fx.GraphModule(original, result)
+    _fail(EXIT_BAD_RESULT, "the pass returned %s; expected None, a GraphModule or an object with .graph_module"
+          % type(result).__name__)
+
+
+def run_pass(spec, graph, out):
+    """Runs the pass on the graph file and writes the exported result; exits (SystemExit)
+    with one of the statuses above on failure."""
+    function = load_pass(spec)
+    export_graph = _exporter_or_fail()
+    case, gm = load_case(graph)
+    kinds = case.kinds(gm)
+    try:
+        result = function(gm)
+    except Exception:
+        _fail(EXIT_PASS_RAISED, "the pass raised:\n%s" % traceback.format_exc())
+    after = result_module(gm, result)
+    kinds.update(case.kinds(after))
+    try:
+        text = export_graph(after, kinds=kinds)
+    except Exception:
+        _fail(EXIT_BAD_RESULT, "cannot export the pass's result:\n%s" % traceback.format_exc())
+    with open(out, "w") as f:
+        f.write(text)
+    return 0
+
+
+def _exporter_or_fail():
+    try:
+        return load_exporter()
+    except Exception:
+        _fail(EXIT_BAD_SPEC, "cannot import the exporter passcheck_fx.export_graph:\n%s" % traceback.format_exc(limit=3))
+
+
+def _serve_one(conn):
+    """A forked child's request: one JSON line {pass, path, graph, out, log}; answers the
+    exit status as a line. Dies as soon as the client hangs up (its case timed out)."""
+    request = b""
+    while not request.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            return 1
+        request += chunk
+    req = json.loads(request.decode("utf-8"))
+    log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    if req.get("path") and req["path"] not in sys.path:
+        sys.path.insert(0, req["path"])
+
+    def watch():
+        while True:
+            select.select([conn], [], [])
+            if not conn.recv(1, socket.MSG_PEEK):
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        code = run_pass(req["pass"], req["graph"], req["out"])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    conn.sendall(b"%d\n" % code)
+    return code
+
+
+def serve(socket_path, spec):
+    """A fork server: imports torch, the exporter and the pass once, then forks a child
+    per request on the Unix socket, so a case costs a fork instead of a Python start."""
+    import torch  # noqa: F401  (imported once, shared by every child)
+    import torch.fx  # noqa: F401
+    load_pass(spec)
+    _exporter_or_fail()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(socket_path + ".tmp")
+    server.listen(64)
+    os.rename(socket_path + ".tmp", socket_path)  # the socket appears only once it listens
+    while True:
+        conn, _ = server.accept()
+        if os.fork() == 0:
+            server.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os._exit(_serve_one(conn))
+        conn.close()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="passcheck_fx.pass_worker")
+    parser.add_argument("--pass", dest="spec", required=True, help="MODULE:FUNCTION")
+    parser.add_argument("--graph", help="a Python file written by passcheck export-python")
+    parser.add_argument("--out", help="where the exported result goes")
+    parser.add_argument("--check", action="store_true", help="only import the pass")
+    parser.add_argument("--serve", metavar="SOCKET", help="serve requests on this Unix socket")
+    args = parser.parse_args(argv)
+    if args.serve:
+        return serve(args.serve, args.spec)
+    if args.check:
+        load_pass(args.spec)
+        _exporter_or_fail()
+        return 0
+    if not args.graph or not args.out:
+        parser.error("--graph and --out are required unless --check")
+    return run_pass(args.spec, args.graph, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
