@@ -367,4 +367,19 @@ std::vector<PassRecord> Pipeline::run(ir::Module& module, const PipelineOptions&
   return records;
 }
 
+bool pipeline_refuses(const ir::Graph& graph, const std::string& pipeline, const PassRegistry& registry) {
+  std::unique_ptr<ir::Graph> g = graph.clone();
+  for (const PassInvocation& p : parse_pipeline(pipeline, registry)) {
+    const RegisteredPass& pass = registry.get(p.name);
+    try {
+      pass.run(*g, PassOptions(pass.info, p.options));
+    } catch (const RefusedInput&) {
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return false;
+}
+
 }  // namespace passcheck::check

@@ -30,6 +30,12 @@ const std::map<std::string, std::string>& named_pipelines();
 /// error, an unknown pass (listing the known ones) or a bad option.
 std::vector<PassInvocation> parse_pipeline(const std::string& text, const PassRegistry& registry);
 
+/// True when a pass of `pipeline` refuses a clone of `graph` with RefusedInput, the passes
+/// run one by one without the gate (a Pipeline would report the refusal as a failure);
+/// any other error counts as no refusal. Mutant searches use it to skip cases the real
+/// pipeline rightly refuses.
+bool pipeline_refuses(const ir::Graph& graph, const std::string& pipeline, const PassRegistry& registry);
+
 /// A pass broke an invariant: the verifier failed after it, it lied about changing
 /// the graph, or it threw. what() reads "failed after <pass>: ...".
 class PassFailure : public std::runtime_error {

@@ -11,6 +11,7 @@
 #include "framework/cli/report_commands.h"
 #include "framework/cli/text_cases.h"
 #include "framework/io/files.h"
+#include "framework/report/html.h"
 #include "oracles/pass_on_models.h"
 #include "oracles/models/subject.h"
 #include "passes/partition/budget_monotonicity.h"
@@ -154,22 +155,13 @@ GateSelection select_families(const std::vector<std::string>& changed, const std
 
 namespace {
 
+// report::escape covers XML's five special characters; control characters other than tab
+// and newlines are not allowed in XML 1.0 at all.
 std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // Control characters other than tab and newline are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') out += '?';
-        else out += c;
-    }
-  }
-  return out;
+  std::string printable = text;
+  for (char& c : printable)
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') c = '?';
+  return report::escape(printable);
 }
 
 }  // namespace

@@ -35,29 +35,12 @@ std::string with_mutant(const std::string& pipeline, const std::string& real, co
   return renamed ? check::Pipeline(passes, registry).str() : "";
 }
 
-// True when a pass of `pipeline` refuses the graph with check::RefusedInput (run pass by
-// pass: a Pipeline would report the refusal as a failure of the gate).
-bool refuses(const ir::Graph& graph, const std::string& pipeline, const check::PassRegistry& registry) {
-  std::unique_ptr<ir::Graph> g = graph.clone();
-  for (const check::PassInvocation& p : check::parse_pipeline(pipeline, registry)) {
-    const check::RegisteredPass& pass = registry.get(p.name);
-    try {
-      pass.run(*g, check::PassOptions(pass.info, p.options));
-    } catch (const check::RefusedInput&) {
-      return true;
-    } catch (const std::exception&) {
-      return false;
-    }
-  }
-  return false;
-}
-
 // The violation of `mutant` on a graph where `real` holds, or "".
 std::string differential(const ir::Graph& graph, uint64_t input_seed, int64_t int_high, const std::string& real,
                          const std::string& mutant, const check::PassRegistry& registry) {
-  const bool real_refuses = refuses(graph, real, registry);
+  const bool real_refuses = check::pipeline_refuses(graph, real, registry);
   if (!real_refuses && !check::check_case(graph, real, input_seed, int_high, registry).violations.empty()) return "";
-  if (real_refuses && refuses(graph, mutant, registry)) return "";
+  if (real_refuses && check::pipeline_refuses(graph, mutant, registry)) return "";
   const auto v = check::check_case(graph, mutant, input_seed, int_high, registry).violations;
   return v.empty() ? "" : mutant + ": " + v.front();
 }

@@ -38,22 +38,6 @@ constexpr int kChunkCases = 80;
 
 uint64_t case_seed(int i) { return 0x5eed0000ULL + static_cast<uint64_t>(i) * 7919; }
 
-// True when a pass of `pipeline` refuses the graph with check::RefusedInput.
-bool refuses(const ir::Graph& graph, const std::string& pipeline, const check::PassRegistry& registry) {
-  std::unique_ptr<ir::Graph> g = graph.clone();
-  for (const check::PassInvocation& p : check::parse_pipeline(pipeline, registry)) {
-    const check::RegisteredPass& pass = registry.get(p.name);
-    try {
-      pass.run(*g, check::PassOptions(pass.info, p.options));
-    } catch (const check::RefusedInput&) {
-      return true;
-    } catch (const std::exception&) {
-      return false;
-    }
-  }
-  return false;
-}
-
 // The pipelines a case runs with `pass` standing for the real pass it replaces.
 std::vector<std::string> ac_pipelines(const std::string& replaces, const std::string& pass) {
   std::vector<std::string> out;
@@ -88,10 +72,10 @@ struct Caught {
 bool caught_on(const ir::Graph& graph, const gen::GeneratedCase& g, const std::string& real, const std::string& mutant,
                std::string& what) {
   const check::PassRegistry& registry = registry_with_mutants();
-  const bool real_refuses = refuses(graph, real, registry);
+  const bool real_refuses = check::pipeline_refuses(graph, real, registry);
   if (!real_refuses && !check::check_case(graph, real, g.input_seed, g.int_high, registry).violations.empty())
     return false;  // the real pipeline fails this case: not the mutant's doing
-  if (real_refuses && refuses(graph, mutant, registry)) return false;
+  if (real_refuses && check::pipeline_refuses(graph, mutant, registry)) return false;
   const auto v = check::check_case(graph, mutant, g.input_seed, g.int_high, registry).violations;
   if (v.empty()) return false;
   what = mutant + ": " + v.front();

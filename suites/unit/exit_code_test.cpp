@@ -98,6 +98,8 @@ const std::vector<Expectation>& contract() {
       {"capture", "--model mlp --pipeline nopass --out {dir}/c3.repro", 2, "nopass"},
       {"export-python", "{dir}/g.txt -o {dir}/g.py", 0, ""},
       {"export-python", "{dir}/nope.txt", 2, "nope.txt"},
+      // gate's 0 and 1 need a git repository: suites/gate/gate_test.cpp.
+      {"gate", "--repo {dir} --base HEAD", 2, "is not a git work tree"},
       {"fuzz", "--python-pass no_module_like_this:f --cases 1 --out {dir}/p", 2, "cannot import module"},
   };
   return rows;
