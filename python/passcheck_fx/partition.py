@@ -100,7 +100,8 @@ def partition_passcheck_joint(gm, partition):
     backward = _backward_nodes(graph)
     seeds = [n for n in graph.nodes if n in backward and not any(a in backward for a in n.all_input_nodes)]
     for seed in seeds:
-        if seed.target is operator.getitem or isinstance(seed.meta.get("tensor_meta"), tuple):
+        returns = getattr(getattr(seed.target, "_schema", None), "returns", [None])
+        if seed.target is operator.getitem or len(returns) != 1 or "passcheck_names" in seed.meta:
             raise ExportError(f"backward seed '{seed.name}' has several outputs; a tangent is one tensor")
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     for i, node in enumerate(placeholders):
