@@ -103,6 +103,11 @@ def partition_passcheck_joint(gm, partition):
         returns = getattr(getattr(seed.target, "_schema", None), "returns", [None])
         if seed.target is operator.getitem or len(returns) != 1 or "passcheck_names" in seed.meta:
             raise ExportError(f"backward seed '{seed.name}' has several outputs; a tangent is one tensor")
+    for node in graph.nodes:
+        # AOTAutograd's multi-output nodes carry no tensor_meta (their getitems do); the
+        # partitioners size every node that has one as a single tensor.
+        if isinstance(node.meta.get("tensor_meta"), tuple) and "passcheck_names" in node.meta:
+            del node.meta["tensor_meta"]
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     for i, node in enumerate(placeholders):
         node.target = "primals_%d" % (i + 1)  # the name (passcheck's) stays
