@@ -14,6 +14,7 @@ Usage: partition_test.py PASSCHECK_BINARY SCENARIO.
 import glob
 import os
 import re
+import subprocess
 import sys
 import tempfile
 
@@ -40,7 +41,22 @@ def min_cut(workdir):
     assert len(repros) == int(summary.group(2)), (repros, out)
     for repro in repros:
         support.run(["repro", repro], expect=1)
+    # What the worker hands back for a generated case: a module of a forward and a
+    # backward part, the backward reading values the forward saved.
+    case_py = os.path.join(workdir, "case.py")
+    support.run(["export-python", "--generated", "3", "-o", case_py], expect=0)
+    module = os.path.join(workdir, "module.txt")
+    worker = subprocess.run([sys.executable, "-m", "passcheck_fx.pass_worker", "--pass",
+                             "passcheck_fx.examples.example_passes:upstream_min_cut", "--graph", case_py, "--out", module],
+                            env=dict(os.environ, PYTHONPATH=os.path.join(support.SOURCE_DIR, "python")),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    assert worker.returncode == 0, worker.stdout
+    text = open(module).read()
+    assert text.startswith("module inputs (") and "\npart forward\n" in text, text[:800]
+    links = re.search(r"\npart backward from \(([^)]*)\)", text)
+    assert links and "forward." in links.group(1), text[:3000]
     print(summary.group(0))
+    print("case 3 partitioned: backward from (%s)" % links.group(1))
 
 
 def broken(name, workdir):
