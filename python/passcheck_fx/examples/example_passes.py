@@ -2,7 +2,7 @@
 the suites/python_pass tests with `passcheck fuzz --python-pass example_passes:FUNCTION
 --python-path python/passcheck_fx/examples`.
 
-identity and dce are correct on graphs without in-place updates of inputs; upstream_cse
+identity and dce are correct (dce keeps in-place updates and random draws); upstream_cse
 is PyTorch's own CSEPass (1.13 merges two equal nodes whose results are then both mutated
 in place: docs/python-passes.md) and upstream_dce its Graph.eliminate_dead_code;
 swap_first_add is deliberately broken (it turns the first aten.add.Tensor into
@@ -23,9 +23,26 @@ def identity(gm):
     return None
 
 
+def _has_effects(node):
+    """Writes an argument in place, or draws random numbers (removing it would shift the
+    random stream of every later draw)."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return False
+    seeded = any(str(tag).endswith("nondeterministic_seeded") for tag in getattr(node.target, "tags", []))
+    return seeded or any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+
+
 def dce(gm):
-    """torch.fx's dead-code elimination."""
-    gm.graph.eliminate_dead_code()
+    """Dead-code elimination that keeps in-place updates and random draws (torch.fx's
+    own, upstream_dce, removes an unused add_ on a buffer: docs/python-passes.md)."""
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(list(gm.graph.nodes)):
+            if node.op == "call_function" and not node.users and not _has_effects(node):
+                gm.graph.erase_node(node)
+                changed = True
     gm.recompile()
     return gm
 
