@@ -9,7 +9,8 @@ partition_joint runs one on such a joint (the fx suite's make_fx joints);
 partition_passcheck_joint first brings a joint passcheck wrote (`passcheck export-python`,
 `fuzz --python-pass`) into that form: a passcheck joint has no tangents (ones_like of the
 loss, a backward node, starts the backward) and may interleave forward and backward
-outputs. Each backward node that reads no backward value (the seed) becomes a tangent;
+outputs. That seed becomes the tangent (in a graph without one, every backward node that
+reads no backward value does);
 the forward part computes it after the partitioner ran and hands it to the backward,
 so the module takes the joint's inputs and returns the joint's outputs in the joint's
 order. `partitioner` marks a pass function whose result is a module, so `fuzz
@@ -98,7 +99,12 @@ def partition_passcheck_joint(gm, partition):
     aot = copy.deepcopy(gm)
     graph = aot.graph
     backward = _backward_nodes(graph)
-    seeds = [n for n in graph.nodes if n in backward and not any(a in backward for a in n.all_input_nodes)]
+    roots = [n for n in graph.nodes if n in backward and not any(a in backward for a in n.all_input_nodes)]
+    # The tangent is ones_like of the loss; other backward nodes that read only forward
+    # values (a mask eq(x, w) of a minimum's backward) stay nodes, unclaimed as in an
+    # AOTAutograd joint: made tangents too, two equal ones would hide from the
+    # partitioner's CSE. A graph without that seed (a minimized one) seeds at every root.
+    seeds = [n for n in roots if getattr(n.target, "overloadpacket", None) is torch.ops.aten.ones_like] or roots
     for seed in seeds:
         returns = getattr(getattr(seed.target, "_schema", None), "returns", [None])
         if seed.target is operator.getitem or len(returns) != 1 or "passcheck_names" in seed.meta:
