@@ -17,16 +17,25 @@ namespace passcheck::check {
 namespace {
 constexpr uint64_t kRunSeed = 20261121;
 
-std::vector<c10::IValue> run_graph(const ir::Graph& g, const std::vector<c10::IValue>& inputs) {
-  at::manual_seed(kRunSeed);
-  exec::ExecutorOptions options;
-  options.check_metadata = true;
-  // Each run gets its own copies: a graph that updates a buffer in place would
-  // otherwise hand the second run (the rewritten graph) different inputs.
+// Each run gets its own copies of the inputs: a graph that updates a buffer in place
+// would otherwise hand the second run (the rewritten graph) different inputs. The copies
+// are left in `inputs_after` (when given): what the run wrote into its inputs.
+std::vector<c10::IValue> fresh_inputs(const std::vector<c10::IValue>& inputs) {
   std::vector<c10::IValue> fresh;
   fresh.reserve(inputs.size());
   for (const c10::IValue& v : inputs) fresh.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
-  return exec::Executor(g, options).run(fresh);
+  return fresh;
+}
+
+std::vector<c10::IValue> run_graph(const ir::Graph& g, const std::vector<c10::IValue>& inputs,
+                                   std::vector<c10::IValue>* inputs_after = nullptr) {
+  at::manual_seed(kRunSeed);
+  exec::ExecutorOptions options;
+  options.check_metadata = true;
+  std::vector<c10::IValue> fresh = fresh_inputs(inputs);
+  std::vector<c10::IValue> outputs = exec::Executor(g, options).run(fresh);
+  if (inputs_after) *inputs_after = std::move(fresh);
+  return outputs;
 }
 
 // What the pipeline leaves: the graph, or a module when it holds a partitioner.
@@ -45,14 +54,15 @@ struct Rewritten {
   std::string reprint(const std::string& text) const {
     return module ? ir::parse_module(text, "<result>").print() : ir::parse_graph(text, "<result>")->print();
   }
-  std::vector<c10::IValue> execute(const std::vector<c10::IValue>& inputs) const {
-    if (!module) return run_graph(*graph, inputs);
+  std::vector<c10::IValue> execute(const std::vector<c10::IValue>& inputs, std::vector<c10::IValue>* inputs_after) const {
+    if (!module) return run_graph(*graph, inputs, inputs_after);
     at::manual_seed(kRunSeed);
     exec::ExecutorOptions options;
     options.check_metadata = true;
-    std::vector<c10::IValue> fresh;
-    for (const c10::IValue& v : inputs) fresh.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
-    return exec::ModuleExecutor(*module, options).run(fresh);
+    std::vector<c10::IValue> fresh = fresh_inputs(inputs);
+    std::vector<c10::IValue> outputs = exec::ModuleExecutor(*module, options).run(fresh);
+    if (inputs_after) *inputs_after = std::move(fresh);
+    return outputs;
   }
 };
 }  // namespace
@@ -110,7 +120,19 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
   }
   if (preserves) {
     try {
-      std::vector<c10::IValue> expected = run_graph(graph, inputs), actual = g.execute(inputs);
+      std::vector<c10::IValue> expected_inputs, actual_inputs;
+      std::vector<c10::IValue> expected = run_graph(graph, inputs, &expected_inputs),
+                               actual = g.execute(inputs, &actual_inputs);
+      // What a run writes into its inputs (a buffer's running statistics updated in
+      // place) is a result too: a pass that drops or moves such an update changes the
+      // training state even where every output stays equal.
+      for (size_t i = 0; i < expected_inputs.size() && i < actual_inputs.size(); ++i) {
+        if (!expected_inputs[i].isTensor() || !actual_inputs[i].isTensor()) continue;
+        TensorComparison c = compare_bitwise("input " + std::to_string(i) + " %" + graph.inputs()[i]->name() +
+                                                 " after the run",
+                                             expected_inputs[i].toTensor(), actual_inputs[i].toTensor());
+        if (!c.equal) v.push_back(pipeline.str() + " changed an in-place update of an input: " + c.describe());
+      }
       if (expected.size() != actual.size()) {
         v.push_back("the graph returns " + std::to_string(actual.size()) + " outputs instead of " +
                     std::to_string(expected.size()));

@@ -138,7 +138,11 @@ int run_fuzz(const FuzzArgs& args) {
     if (!args.python_pass.empty()) {
       if (!options.pipeline.empty() || !options.pass.empty() || !options.chunk.empty())
         throw std::invalid_argument("--python-pass is the pass under test; it takes no --pass, --pipeline or --chunk");
-      options.pipeline = python_pass_pipeline(args.python_pass, args.python_path);
+      options.pipeline = python_pass_pipeline(args.python_pass, args.python_path);  // checks the spelling
+      // A partitioner (passcheck_fx.partitioner) runs as a module pass; asking imports it
+      // once, so a misspelt pass is exit 2 before any case.
+      if (check_python_pass(args.python_pass, args.python_path))
+        options.pipeline = python_pass_pipeline(args.python_pass, args.python_path, /*partitioner=*/true);
       sets.push_back(kPythonPassSet);
     } else if (!args.python_path.empty()) {
       throw std::invalid_argument("--python-path needs --python-pass");

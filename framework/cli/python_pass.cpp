@@ -11,6 +11,7 @@
 #include "framework/cli/python_writer.h"
 #include "framework/io/files.h"
 #include "framework/ir/text.h"
+#include "passes/partition/save_all.h"
 
 #include <nlohmann/json.hpp>
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <cstdlib>
@@ -282,7 +284,11 @@ void adopt_result(ir::Graph& graph, const ir::Graph& result, const std::string& 
     if (value->name() != name) graph.rename(value, name);
 }
 
-check::PassResult run_python_pass(ir::Graph& graph, const check::PassOptions& options) {
+// Runs the Python pass of `options` on `graph` in a worker; returns the text it wrote
+// (graph text, or module text for a partitioner), or nullopt when the graph has no Python
+// form (then `skipped` says why: not the pass's fault, the graph is left alone).
+std::optional<std::string> run_in_worker(const ir::Graph& graph, const check::PassOptions& options,
+                                         check::PassResult& skipped) {
   const std::string spec = options.get("pass");
   const int64_t timeout_ms = options.get_int("timeout-ms");
   ScratchDir scratch;
@@ -292,12 +298,10 @@ check::PassResult run_python_pass(ir::Graph& graph, const check::PassOptions& op
   try {
     case_text = write_python_graph(graph, "the graph given to python pass " + spec);
   } catch (const PythonWriteError& e) {
-    // Not the pass's fault: a graph with no Python form (a collective, grouped_mm, a
-    // symbolic shape) is left alone and the note says why.
-    check::PassResult skipped;
+    // A graph with no Python form (a collective, grouped_mm, a symbolic shape).
     skipped.stats["graphs_without_python_form"] = 1;
     skipped.notes.push_back(std::string("not run: ") + e.what());
-    return skipped;
+    return std::nullopt;
   }
   io::write_file(case_py.string(), case_text, "Python case file");
   std::optional<WorkerRun> served;
@@ -311,17 +315,70 @@ check::PassResult run_python_pass(ir::Graph& graph, const check::PassOptions& op
                                       options.get("path"), log, timeout_ms);
   if (run.outcome.kind != check::ChildOutcome::Kind::Exited || run.outcome.exit_code != kWorkerOk)
     throw std::runtime_error(worker_failure(spec, run, timeout_ms));
+  return io::read_file(after.string(), "Python pass result");
+}
+
+check::PassResult run_python_pass(ir::Graph& graph, const check::PassOptions& options) {
+  const std::string spec = options.get("pass");
+  check::PassResult out;
+  std::optional<std::string> text = run_in_worker(graph, options, out);
+  if (!text) return out;
   std::unique_ptr<ir::Graph> result;
   try {
-    result = ir::parse_graph(io::read_file(after.string(), "Python pass result"), "the graph python pass " + spec + " returned");
+    result = ir::parse_graph(*text, "the graph python pass " + spec + " returned");
   } catch (const std::exception& e) {
     throw std::runtime_error("python pass " + spec + ": its exported result does not parse: " + e.what());
   }
   const uint64_t before = graph.hash();
   adopt_result(graph, *result, spec);
-  check::PassResult out;
   out.changed = graph.hash() != before;
   out.stats["nodes_after"] = static_cast<int64_t>(graph.num_nodes());
+  return out;
+}
+
+// The module a Python partitioner returned must take the joint's inputs (by position,
+// kind and type: an exporter may respell names) and return as many results.
+void check_partitioned_signature(const ir::Graph& joint, const ir::Module& module, const std::string& spec) {
+  const std::string who = "python partitioner " + spec;
+  if (module.input_names.size() != joint.inputs().size())
+    throw std::runtime_error(who + " returned a module with " + std::to_string(module.input_names.size()) +
+                             " inputs; the joint graph has " + std::to_string(joint.inputs().size()));
+  if (module.outputs.size() != joint.outputs().size())
+    throw std::runtime_error(who + " returned a module with " + std::to_string(module.outputs.size()) +
+                             " results; the joint graph has " + std::to_string(joint.outputs().size()));
+  for (const ir::ModulePart& part : module.parts) {
+    for (size_t i = 0; i < part.graph->inputs().size(); ++i) {
+      if (part.input_sources.at(i)) continue;  // linked to an earlier part: the verifier checks it
+      const ir::Value* got = part.graph->inputs()[i];
+      auto at = std::find(module.input_names.begin(), module.input_names.end(), got->name());
+      if (at == module.input_names.end()) continue;  // parse_module already refuses this
+      const ir::Value* want = joint.inputs()[static_cast<size_t>(at - module.input_names.begin())];
+      if (got->role() != want->role() || ir::print_type(*got) != ir::print_type(*want))
+        throw std::runtime_error(who + " changed input " + std::to_string(at - module.input_names.begin()) + ": " +
+                                 ir::to_string(want->role()) + " %" + want->name() + " : " + ir::print_type(*want) +
+                                 " came back as " + ir::to_string(got->role()) + " %" + got->name() + " : " +
+                                 ir::print_type(*got) + " in part " + part.name);
+    }
+  }
+}
+
+check::PassResult run_python_partitioner(ir::Module& module, const check::PassOptions& options) {
+  const std::string spec = options.get("pass");
+  const ir::Graph& joint = passes::single_joint_part(module, "python-partitioner");
+  check::PassResult out;
+  std::optional<std::string> text = run_in_worker(joint, options, out);
+  if (!text) return out;
+  ir::Module result;
+  try {
+    result = ir::parse_module(*text, "the module python partitioner " + spec + " returned");
+  } catch (const std::exception& e) {
+    throw std::runtime_error("python partitioner " + spec + ": its exported result does not parse: " + e.what());
+  }
+  check_partitioned_signature(joint, result, spec);
+  module = std::move(result);
+  out.changed = true;
+  out.stats["parts"] = static_cast<int64_t>(module.parts.size());
+  if (module.parts.size() > 1) out.stats["saved_bytes"] = module.linked_bytes(0);
   return out;
 }
 
@@ -343,10 +400,16 @@ void register_python_pass(check::PassRegistry& registry) {
           {"timeout-ms", "Kill the worker after this long", "60000", {}, check::option_checks::integer_in(1, 3600000)},
       },
       check::NumericsEffect::Preserves, /*idempotent=*/false);
-  registry.add(std::move(info), run_python_pass);
+  registry.add(info, run_python_pass);
+  // The same worker for a pass marked passcheck_fx.partitioner: it returns a module.
+  check::PassInfo partitioner(kPythonPartitionerPass,
+                              "A Python partitioner (MODULE:FUNCTION marked passcheck_fx.partitioner: the joint graph as "
+                              "a torch.fx GraphModule in, a forward and a backward part out) run in a worker process",
+                              info.options, check::NumericsEffect::Preserves, /*idempotent=*/false);
+  registry.add_module_pass(std::move(partitioner), run_python_partitioner);
 }
 
-std::string python_pass_pipeline(const std::string& spec, const std::string& python_path) {
+std::string python_pass_pipeline(const std::string& spec, const std::string& python_path, bool partitioner) {
   check_spec_syntax(spec);
   std::string path;
   if (!python_path.empty()) {
@@ -355,17 +418,18 @@ std::string python_pass_pipeline(const std::string& spec, const std::string& pyt
     path = fs::absolute(python_path).lexically_normal().string();
   }
   check::PassInvocation inv;
-  inv.name = "python";
+  inv.name = partitioner ? kPythonPartitionerPass : "python";
   inv.options["pass"] = spec;
   if (!path.empty()) inv.options["path"] = path;
   return inv.str();
 }
 
-void check_python_pass(const std::string& spec, const std::string& python_path) {
+bool check_python_pass(const std::string& spec, const std::string& python_path) {
   check_spec_syntax(spec);
   ScratchDir scratch;
   WorkerRun run = run_worker({"--pass", spec, "--check"}, python_path, scratch.path / "worker.log", 60000);
-  if (run.outcome.kind == check::ChildOutcome::Kind::Exited && run.outcome.exit_code == kWorkerOk) return;
+  if (run.outcome.kind == check::ChildOutcome::Kind::Exited && run.outcome.exit_code == kWorkerOk)
+    return run.log.find("passcheck-pass-kind: partitioner") != std::string::npos;
   throw std::invalid_argument(worker_failure(spec, run, 60000));
 }
 
@@ -408,7 +472,7 @@ namespace {
 std::optional<std::pair<std::string, std::string>> python_pass_of(const std::string& pipeline,
                                                                   const check::PassRegistry& registry) {
   for (const check::PassInvocation& inv : check::parse_pipeline(pipeline, registry)) {
-    if (inv.name != "python") continue;
+    if (inv.name != "python" && inv.name != kPythonPartitionerPass) continue;
     check::PassOptions options(registry.get(inv.name).info, inv.options);
     return std::make_pair(options.get("pass"), options.get("path"));
   }

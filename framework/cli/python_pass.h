@@ -17,16 +17,21 @@ namespace passcheck::cli {
 /// The name of the pass set (check::Repro::registries) that holds the "python" pass.
 inline constexpr const char* kPythonPassSet = "python";
 
-/// Registers the "python" pass in `registry`.
+/// The module pass a Python partitioner (a function marked passcheck_fx.partitioner) runs as.
+inline constexpr const char* kPythonPartitionerPass = "python-partitioner";
+
+/// Registers the "python" pass and the "python-partitioner" module pass in `registry`.
 void register_python_pass(check::PassRegistry& registry);
 
 /// The pipeline text that runs the Python pass `spec` ("MODULE:FUNCTION") with the
-/// import directory `python_path` (made absolute, so a repro replays from anywhere).
-std::string python_pass_pipeline(const std::string& spec, const std::string& python_path);
+/// import directory `python_path` (made absolute, so a repro replays from anywhere), as
+/// "python-partitioner" when `partitioner`.
+std::string python_pass_pipeline(const std::string& spec, const std::string& python_path, bool partitioner = false);
 
-/// Imports the pass in a worker without running it; throws std::invalid_argument with
-/// the worker's message when MODULE:FUNCTION does not name a callable (bad input).
-void check_python_pass(const std::string& spec, const std::string& python_path);
+/// Imports the pass in a worker without running it; returns whether it is a partitioner
+/// (marked passcheck_fx.partitioner); throws std::invalid_argument with the worker's
+/// message when MODULE:FUNCTION does not name a callable (bad input).
+bool check_python_pass(const std::string& spec, const std::string& python_path);
 
 /// A fork server of Python workers for one campaign: it imports torch and the pass once,
 /// and every case process (which inherits PASSCHECK_PYTHON_SERVER) gets a fork of it

@@ -430,13 +430,15 @@ def _export(gm, kinds=None, example_inputs=None, meta_from=None, header=None, li
     return "\n".join(lines) + "\n", input_slots, output_slots
 
 
-def export_partitioned(joint, forward, backward, num_fwd_outputs, kinds=None, example_inputs=None):
+def export_partitioned(joint, forward, backward, num_fwd_outputs, kinds=None, example_inputs=None, returns=None):
     """A passcheck module (docs/graph-format.md "Modules") of a partitioner's result:
     part `forward` then part `backward`, linked by value names (functorch's partitioners
     name the backward's inputs after the forward values they receive; a saved tuple is
     linked slot by slot), returning the joint graph's outputs (forward results, then the
     backward's). example_inputs: the joint's inputs, to type values the partitioner's
-    graphs carry no types for (ShapeProp on a copy of the joint)."""
+    graphs carry no types for (ShapeProp on a copy of the joint). returns: per joint output,
+    its position among (forward results..., backward results...) when the joint does not
+    list them in that order."""
     meta_source = joint
     if example_inputs is not None:
         import copy
@@ -461,7 +463,8 @@ def export_partitioned(joint, forward, backward, num_fwd_outputs, kinds=None, ex
     if joint_count != num_fwd_outputs + len(backward_outputs):
         raise ExportError(f"the joint graph returns {joint_count} values, the parts "
                           f"{num_fwd_outputs} + {len(backward_outputs)}")
-    returns = [f"forward.{i}" for i in range(num_fwd_outputs)] + [f"backward.{i}" for i in range(len(backward_outputs))]
+    results = [f"forward.{i}" for i in range(num_fwd_outputs)] + [f"backward.{i}" for i in range(len(backward_outputs))]
+    returns = results if returns is None else [results[i] for i in returns]
     lines = [f"module inputs ({', '.join('%' + n for n in joint_inputs)}) returns ({', '.join(returns)})",
              "part forward", forward_text.rstrip("\n"),
              f"part backward from ({', '.join(sources)})", backward_text.rstrip("\n")]

@@ -8,7 +8,10 @@ case.py is a graph written by `passcheck export-python`; its build() gives the t
 GraphModule. FUNCTION(gm) may rewrite it in place and return None, or return a
 GraphModule, or an object with a .graph_module (torch.fx's PassResult). The result is
 exported back to passcheck's graph text with passcheck_fx.export_graph and written to
---out. --check only imports MODULE, finds FUNCTION and imports the exporter. --serve is the
+--out. A FUNCTION marked with passcheck_fx.partitioner returns a
+passcheck_fx.PartitionedModule instead, whose module text is written to --out. --check
+only imports MODULE, finds FUNCTION and imports the exporter, and prints
+"passcheck-pass-kind: graph" or "passcheck-pass-kind: partitioner". --serve is the
 fork server a fuzz campaign starts once (framework/cli/python_pass.cpp): each request
 runs in a fork of a process that has already imported torch and the pass.
 
@@ -66,6 +69,11 @@ def load_pass(spec):
     return function
 
 
+def is_partitioner(function):
+    """A pass marked with passcheck_fx.partitioner: its result is a module."""
+    return bool(getattr(function, "passcheck_partitioner", False))
+
+
 def load_case(path):
     try:
         spec = importlib.util.spec_from_file_location("passcheck_case", path)
@@ -103,6 +111,14 @@ def run_pass(spec, graph, out):
         result = function(gm)
     except Exception:
         _fail(EXIT_PASS_RAISED, "the pass raised:\n%s" % traceback.format_exc())
+    if is_partitioner(function):
+        text = getattr(result, "text", None)
+        if not isinstance(text, str):
+            _fail(EXIT_BAD_RESULT, "the partitioner returned %s; expected a passcheck_fx.PartitionedModule"
+                  % type(result).__name__)
+        with open(out, "w") as f:
+            f.write(text)
+        return 0
     after = result_module(gm, result)
     kinds.update(case.kinds(after))
     try:
@@ -189,8 +205,10 @@ def main(argv=None):
     if args.serve:
         return serve(args.serve, args.spec)
     if args.check:
-        load_pass(args.spec)
+        function = load_pass(args.spec)
         _exporter_or_fail()
+        # framework/cli/python_pass.cpp reads this line: a partitioner is a module pass.
+        print("passcheck-pass-kind: %s" % ("partitioner" if is_partitioner(function) else "graph"))
         return 0
     if not args.graph or not args.out:
         parser.error("--graph and --out are required unless --check")

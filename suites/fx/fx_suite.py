@@ -26,7 +26,6 @@ sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "python", "conf
 
 import torch  # noqa: E402
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
-from torch.utils import _pytree as pytree  # noqa: E402
 
 import make_fx_reference as corpus  # noqa: E402
 import passcheck_fx  # noqa: E402
@@ -228,12 +227,8 @@ def apply_upstream(pass_name, gm, inputs):
     if passcheck_fx.lifted_constants(gm):
         raise SkipGraph("a tensor constant (get_attr): the module form has no lifted inputs")
     from functorch.compile import default_partition, min_cut_rematerialization_partition
-    n_outputs = len([n for n in gm.graph.nodes if n.op == "output"][0].args[0])
-    joint = copy.deepcopy(gm)
-    # The partitioners read the forward/backward split of the outputs from the spec.
-    joint._out_spec = pytree.tree_flatten(((0,), tuple(range(1, n_outputs))))[1]
     partition = min_cut_rematerialization_partition if pass_name == "min-cut" else default_partition
-    forward, backward = partition(joint, inputs)
+    forward, backward = passcheck_fx.partition_joint(gm, partition, 1, inputs)
     return passcheck_fx.export_partitioned(gm, forward, backward, 1, example_inputs=inputs), True
 
 
