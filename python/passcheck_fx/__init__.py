@@ -8,10 +8,10 @@ run --save-outputs` wrote.
 """
 import torch
 
-from .exporter import ExportError, export_graph, export_partitioned, format_constant, lifted_constants
+from .exporter import ExportError, export_graph, export_partitioned, format_constant, lifted_constants, placeholder_kinds
 from .partition import PartitionedModule, partition_joint, partition_passcheck_joint, partitioner
 
-__all__ = ["ExportError", "export_graph", "export_partitioned", "format_constant", "lifted_constants", "dump", "dump_partitioned",
+__all__ = ["ExportError", "export_graph", "export_partitioned", "format_constant", "lifted_constants", "placeholder_kinds", "dump", "dump_partitioned",
            "PartitionedModule", "partition_joint", "partition_passcheck_joint", "partitioner",
            "save_inputs", "load_outputs", "bitwise_equal"]
 

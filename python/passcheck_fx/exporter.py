@@ -275,6 +275,18 @@ def _attr(gm, node):
     return value
 
 
+def placeholder_kinds(gm):
+    """Placeholder name, target and passcheck name -> the kind passcheck's Python writer
+    recorded (meta["passcheck_kind"]), for the graphs a pass derives from a written one."""
+    out = {}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder" and "passcheck_kind" in node.meta:
+            for key in (node.name, node.target, node.meta.get("passcheck_name")):
+                if key is not None:
+                    out[key] = node.meta["passcheck_kind"]
+    return out
+
+
 def lifted_constants(gm):
     """The tensors of gm's get_attr nodes in graph order: the trailing inputs
     export_graph(..., lift_constants=True) declares for them."""

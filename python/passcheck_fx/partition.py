@@ -22,7 +22,7 @@ import operator
 import torch
 import torch.fx
 
-from .exporter import ExportError, export_partitioned
+from .exporter import ExportError, export_partitioned, placeholder_kinds
 
 
 def partitioner(function):
@@ -162,16 +162,8 @@ def partition_passcheck_joint(gm, partition):
     returns = [None] * len(order)
     for position, index in enumerate(order):
         returns[index] = position
-    text = export_partitioned(original, forward, backward_gm, num_forward, kinds=_kinds(original),
+    text = export_partitioned(original, forward, backward_gm, num_forward, kinds=placeholder_kinds(original),
                               returns=returns)
     return PartitionedModule(text, forward, backward_gm)
 
 
-def _kinds(gm):
-    out = {}
-    for node in gm.graph.nodes:
-        if node.op == "placeholder" and "passcheck_kind" in node.meta:
-            for key in (node.name, node.target, node.meta.get("passcheck_name")):
-                if key is not None:
-                    out[key] = node.meta["passcheck_kind"]
-    return out
