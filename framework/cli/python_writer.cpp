@@ -217,17 +217,6 @@ def build():
     gm = torch.fx.GraphModule(torch.nn.Module(), build_graph(), class_name="PasscheckGraph")
     return gm
 
-
-def kinds(gm):
-    """Placeholder name (also its target and passcheck name) -> "param" | "buffer" | "arg", for passcheck_fx.export_graph."""
-    out = {}
-    for node in gm.graph.nodes:
-        if node.op == "placeholder" and "passcheck_kind" in node.meta:
-            for key in (node.name, node.target, node.meta.get("passcheck_name")):
-                if key is not None:
-                    out[key] = node.meta["passcheck_kind"]
-    return out
-
 )PY";
 
 }  // namespace

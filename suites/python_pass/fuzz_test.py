@@ -37,20 +37,9 @@ def correct(name, workdir):
 def broken(workdir):
     out = fuzz("example_passes:swap_first_add", support.EXAMPLES, workdir,
                ["--cases", "20", "--seed", "11", "--max-failures", "1", "--minimize-seconds", "12"], 1)
-    repros = glob.glob(os.path.join(workdir, "*.repro"))
-    assert len(repros) == 1, (repros, out)
-    text = open(repros[0]).read()
-    assert "#! pipeline: python{pass=example_passes:swap_first_add,path=%s}" % support.EXAMPLES in text, text[:600]
-    assert "#! registries: python" in text, text[:600]
-    assert "changed numerics" in text and "elements differ" in text, text[:1200]
-    code, replay = support.run(["repro", repros[0]], expect=1)
-    assert "verdict: FAILS" in replay, replay
     # The minimized graph still holds an add the pass turns into a sub.
-    minimized = os.path.join(workdir, "min.repro")
-    support.run(["minimize", repros[0], "--out", minimized, "--seconds", "8"], expect=0)
-    support.run(["repro", minimized], expect=1)
-    print(out.strip().splitlines()[-1])
-    print("replayed and minimized: " + os.path.basename(repros[0]))
+    support.expect_one_replaying_repro(workdir, out, "python{pass=example_passes:swap_first_add,path=%s}" % support.EXAMPLES,
+                                       ["changed numerics", "elements differ"], 8)
 
 
 def bad_spec(workdir):

@@ -62,19 +62,7 @@ def min_cut(workdir):
 def broken(name, workdir):
     out = fuzz("example_passes:" + name, workdir,
                ["--cases", "20", "--seed", "11", "--max-failures", "1", "--minimize-seconds", "20"], 1)
-    repros = glob.glob(os.path.join(workdir, "*.repro"))
-    assert len(repros) == 1, (repros, out)
-    text = open(repros[0]).read()
-    assert "#! pipeline: " + pipeline(name) in text, text[:600]
-    assert "#! registries: python" in text, text[:600]
-    assert "changed numerics" in text, text[:1500]
-    code, replay = support.run(["repro", repros[0]], expect=1)
-    assert "verdict: FAILS" in replay, replay
-    minimized = os.path.join(workdir, "min.repro")
-    support.run(["minimize", repros[0], "--out", minimized, "--seconds", "15"], expect=0)
-    support.run(["repro", minimized], expect=1)
-    print(out.strip().splitlines()[-1])
-    print("replayed and minimized: " + os.path.basename(repros[0]))
+    support.expect_one_replaying_repro(workdir, out, pipeline(name), ["changed numerics"], 15)
 
 
 def main():

@@ -48,3 +48,25 @@ def bitwise_equal(a, b):
     if not torch.equal(bits(a), bits(b)):
         return False, "values differ"
     return True, ""
+
+
+def expect_one_replaying_repro(workdir, out, pipeline, failure_words, minimize_seconds):
+    """The campaign in `workdir` wrote exactly one repro, naming `pipeline` and the python
+    registry and holding each of `failure_words`; it replays with exit 1, minimizes, and
+    the minimized repro still fails. Returns the repro's text."""
+    import glob
+    repros = glob.glob(os.path.join(workdir, "*.repro"))
+    assert len(repros) == 1, (repros, out)
+    text = open(repros[0]).read()
+    assert "#! pipeline: " + pipeline in text, text[:600]
+    assert "#! registries: python" in text, text[:600]
+    for words in failure_words:
+        assert words in text, (words, text[:1500])
+    code, replay = run(["repro", repros[0]], expect=1)
+    assert "verdict: FAILS" in replay, replay
+    minimized = os.path.join(workdir, "min.repro")
+    run(["minimize", repros[0], "--out", minimized, "--seconds", str(minimize_seconds)], expect=0)
+    run(["repro", minimized], expect=1)
+    print(out.strip().splitlines()[-1])
+    print("replayed and minimized: " + os.path.basename(repros[0]))
+    return text
