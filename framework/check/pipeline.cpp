@@ -20,6 +20,14 @@ const std::map<std::string, std::string>& named_pipelines() {
       // with random ops replayed rather than refused.
       {"default", "dce,canonicalize,ac-regions,sac-tag,remat{rng=replay}"},
       {"cleanup", "dce,canonicalize,cse,dce"},
+      // autoparallel's order on a per-rank FSDP graph (docs/distributed.md): re-gather the
+      // weights in the backward, partition, fuse dp -> tp gather chains (nothing to fuse
+      // on a mesh without such chains), prefetch, cap batching. Holds a partitioner: it
+      // runs on a module (Pipeline::run(ir::Module&)).
+      {"autoparallel",
+       "force-recompute-fsdp-all-gather,eliminate-alias-round-trips,partition-min-cut,"
+       "fuse-chained-allgathers{subgroup-order=\"dp,tp\",column-major-group=tp_dp},prefetch-fsdp-all-gathers,"
+       "cap-compute-batch-size"},
   };
   return pipelines;
 }

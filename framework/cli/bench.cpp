@@ -10,6 +10,7 @@
 #include "framework/exec/executor.h"
 #include "framework/trace/tracer.h"
 #include "framework/version.h"
+#include "oracles/models/configs.h"
 #include "oracles/models/subject.h"
 #include "oracles/training_driver.h"
 
@@ -40,6 +41,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int run_bench(const BenchArgs& args) {
+  if (args.production) return run_production_bench(args);
   if (!args.parallel.empty() || !args.mesh.empty()) return run_distributed_bench(args);
   if (!args.cudagraph.empty()) return run_cudagraph_bench(args);
   return guarded("bench", [&] {
@@ -49,7 +51,8 @@ int run_bench(const BenchArgs& args) {
     models::SubjectOptions subject_options;
     subject_options.batch_size = args.batch_size;
     subject_options.seq_len = args.seq_len;
-    apply_model_variant(subject_options, args.n_layers, args.dtype, args.attention);
+    apply_model_variant(subject_options, args.n_layers, args.dtype, args.attention, args.config);
+    models::check_buildable_on_device(args.model, subject_options);
     auto subject = models::make_subject(args.model, subject_options);
     std::vector<c10::IValue> batch = subject->batch(0);
 

@@ -14,6 +14,7 @@
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
 #include "framework/trace/tracer.h"
+#include "oracles/models/configs.h"
 #include "oracles/models/subject.h"
 #include "oracles/eager_checkpoint.h"
 #include "oracles/symbolic_trace.h"
@@ -75,8 +76,9 @@ int guarded(const char* command, const std::function<int()>& body) {
 }
 
 void apply_model_variant(models::SubjectOptions& options, int64_t n_layers, const std::string& dtype,
-                         const std::string& attention) {
+                         const std::string& attention, const std::string& config) {
   options.n_layers = n_layers;
+  options.config = config;
   if (dtype == "float32") options.dtype = c10::ScalarType::Float;
   else if (dtype == "bfloat16") options.dtype = c10::ScalarType::BFloat16;
   else throw std::invalid_argument("--dtype " + dtype + " is unknown (known: float32, bfloat16)");
@@ -89,10 +91,13 @@ int run_trace(const TraceArgs& args) {
     options.seed = args.seed;
     options.batch_size = args.batch_size;
     options.seq_len = args.seq_len;
-    apply_model_variant(options, args.n_layers, args.dtype, args.attention);
+    apply_model_variant(options, args.n_layers, args.dtype, args.attention, args.config);
     if (args.meta) options.device = c10::Device(c10::DeviceType::Meta);
     std::shared_ptr<ir::Graph> graph;
-    std::string header = "# passcheck trace --model " + args.model + (args.meta ? " --meta" : "");
+    models::check_config(args.model, args.config);
+    std::string header = "# passcheck trace --model " + args.model +
+                         (args.config == models::kDebugConfig ? "" : " --config " + args.config) +
+                         (args.meta ? " --meta" : "");
     if (!args.parallel.empty() || !args.mesh.empty() || args.rank >= 0) {
       if (args.parallel.empty()) throw std::invalid_argument("--mesh and --rank need --parallel (fsdp, tp, ep, ...)");
       if (!args.symbolic.empty()) throw std::invalid_argument("--symbolic is not supported with --parallel");
@@ -100,6 +105,7 @@ int run_trace(const TraceArgs& args) {
       header += " --parallel " + args.parallel + " --mesh " + args.mesh + " --rank " +
                 std::to_string(args.rank < 0 ? 0 : args.rank) + "\n# traced on meta";
     } else if (args.symbolic.empty()) {
+      models::check_buildable_on_device(args.model, options);
       auto subject = models::make_subject(args.model, options);
       graph = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false).shared_graph();
     } else {
@@ -258,7 +264,8 @@ int run_check(const CheckArgs& args) {
     options.subject.batch_size = args.batch_size;
     options.subject.seq_len = args.seq_len;
     options.subject.device = parse_device(args.device);
-    apply_model_variant(options.subject, args.n_layers, args.dtype, args.attention);
+    apply_model_variant(options.subject, args.n_layers, args.dtype, args.attention, args.config);
+    models::check_buildable_on_device(args.model, options.subject);
 
     std::optional<check::Pipeline> pipeline;
     if (!args.pipeline.empty()) pipeline = check::Pipeline::parse(args.pipeline);
@@ -381,6 +388,18 @@ int run_models() {
       char line[128];
       std::snprintf(line, sizeof line, "%-13s %-14s %10lld\n", name.c_str(), small ? "small program" : "debug model",
                     static_cast<long long>(count));
+      std::cout << line;
+    }
+    // The production shapes (--config; trace them with --meta): counted on meta too.
+    std::cout << "\nconfiguration     parameters  batch x seq  shape\n";
+    for (const models::ModelConfigInfo& c : models::production_configs()) {
+      models::SubjectOptions configured = meta;
+      configured.config = c.name;
+      const std::string name = c.model + ":" + c.name;
+      char line[256];
+      std::snprintf(line, sizeof line, "%-17s %9.2f B  %5lld x %-5lld %s\n", name.c_str(),
+                    static_cast<double>(models::parameter_count(c.model, configured)) / 1e9,
+                    static_cast<long long>(c.batch_size), static_cast<long long>(c.seq_len), c.description.c_str());
       std::cout << line;
     }
     return 0;

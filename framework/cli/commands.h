@@ -46,12 +46,15 @@ struct TraceArgs {
   int64_t n_layers = 0;
   std::string dtype = "float32";
   std::string attention;
+  /// Named model configuration (oracles/models/configs.h): "debug" or e.g. llama3 "405b".
+  std::string config = "debug";
 };
 
 /// Sets the model-variant options every model command shares: --layers, --dtype
-/// (float32 or bfloat16) and --attention (deepseek_v3: mla or mha).
+/// (float32 or bfloat16), --attention (deepseek_v3: mla or mha) and --config (a named
+/// configuration, configs.h).
 void apply_model_variant(models::SubjectOptions& options, int64_t n_layers, const std::string& dtype,
-                         const std::string& attention);
+                         const std::string& attention, const std::string& config = "");
 /// The per-rank form of `trace` (run_trace calls it when --parallel is given).
 std::shared_ptr<ir::Graph> trace_rank_graph(const TraceArgs& args);
 int run_trace(const TraceArgs& args);
@@ -134,6 +137,8 @@ struct CheckArgs {
   int64_t n_layers = 0;
   std::string dtype = "float32";
   std::string attention;
+  /// Named model configuration (oracles/models/configs.h): "debug" or e.g. llama3 "405b".
+  std::string config = "debug";
   /// deepseek_v3's per-expert capacity factor (oracles/models/deepseek_v3.h); 0 keeps
   /// dense dispatch, except under ep, which needs capacity dispatch and takes 1.
   /// Also train the sharded model against the single-rank model on the global batch
@@ -206,11 +211,23 @@ struct BenchArgs {
   int64_t n_layers = 0;
   std::string dtype = "float32";
   std::string attention;
+  /// Named model configuration (oracles/models/configs.h): "debug" or e.g. llama3 "405b".
+  std::string config = "debug";
   /// Also measure the step's peak memory under each AC policy: traced graph + remat
   /// against eager with the same checkpointing, and the traced graph without AC.
   bool ac_memory = false;
+  /// Production shapes on meta (production_bench.cpp): MODEL:CONFIG list (empty: all),
+  /// tracing only (no pass), per-pass time limit, the per-rank plan's rank (plan and
+  /// mesh: `parallel`, `mesh`; default fsdp over dp=128).
+  bool production = false;
+  std::string production_configs;
+  bool production_trace_only = false;
+  double pass_limit_s = 60;
+  int64_t rank = 0;
 };
 int run_bench(const BenchArgs& args);
+/// The production-shapes form of `bench` (run_bench calls it when --production is given).
+int run_production_bench(const BenchArgs& args);
 /// The CUDA-graph form of `bench` (run_bench calls it when --cudagraph is given).
 int run_cudagraph_bench(const BenchArgs& args);
 /// The distributed form of `bench` (run_bench calls it when --parallel is given).

@@ -15,6 +15,7 @@
 #include "framework/io/files.h"
 #include "framework/ir/graph.h"
 #include "oracles/distributed_driver.h"
+#include "oracles/models/configs.h"
 #include "oracles/models/subject.h"
 #include "oracles/placements.h"
 #include "oracles/training_driver.h"
@@ -63,7 +64,8 @@ models::SubjectOptions subject_options(const CheckArgs& args) {
   options.seed = args.seed;
   options.batch_size = args.batch_size;
   options.seq_len = args.seq_len;
-  apply_model_variant(options, args.n_layers, args.dtype, args.attention);
+  apply_model_variant(options, args.n_layers, args.dtype, args.attention, args.config);
+  models::check_buildable_on_device(args.model, options);
   options.parallel.plan = args.parallel;
   options.parallel.mesh = args.mesh;
   options.moe_capacity_factor = args.moe_capacity_factor;
@@ -475,6 +477,7 @@ std::shared_ptr<ir::Graph> trace_rank_graph(const TraceArgs& args) {
   options.seed = args.seed;
   options.batch_size = args.batch_size;
   options.seq_len = args.seq_len;
+  apply_model_variant(options, args.n_layers, args.dtype, args.attention, args.config);
   options.parallel.plan = args.parallel;
   std::shared_ptr<ir::Graph> graph = oracles::trace_rank_graph(args.model, options, mesh, rank);
   if (!args.meta) ir::retarget_device(*graph, c10::Device(c10::DeviceType::Meta), c10::Device(c10::DeviceType::CPU));

@@ -59,7 +59,12 @@ const CLI::Validator kLearningRate(
 
 namespace {
 
-void add_model_variant_options(CLI::App* cmd, int64_t& n_layers, std::string& dtype, std::string& attention) {
+void add_model_variant_options(CLI::App* cmd, int64_t& n_layers, std::string& dtype, std::string& attention,
+                               std::string& config) {
+  cmd->add_option("--config", config,
+                  "Named model configuration: debug, or a production shape such as llama3 8b/70b/405b, "
+                  "deepseek_v3 16b, qwen3 32b (see `passcheck models`; trace those with --meta)")
+      ->capture_default_str();
   cmd->add_option("--layers", n_layers, "Transformer blocks of the language models (0: the model's default)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));
   cmd->add_option("--dtype", dtype, "Parameter dtype: float32, or bfloat16 (the zoo models)")
@@ -90,7 +95,7 @@ int main(int argc, char** argv) {
   trace_cmd->add_option("--parallel", trace.parallel, "Trace one rank of the model parallelized this way: fsdp, tp, ep or a comma list");
   trace_cmd->add_option("--mesh", trace.mesh, "Device mesh of --parallel, e.g. dp=2,tp=2");
   trace_cmd->add_option("--rank", trace.rank, "The rank whose graph to trace (default 0)")->check(CLI::Range(0, 1 << 20));
-  add_model_variant_options(trace_cmd, trace.n_layers, trace.dtype, trace.attention);
+  add_model_variant_options(trace_cmd, trace.n_layers, trace.dtype, trace.attention, trace.config);
 
   RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs (or a torch.save archive: --inputs)");
@@ -152,7 +157,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--backend", check.backend, "Mesh backend: sim (ranks as threads) or gloo (a process per rank)")
       ->check(CLI::IsMember({"sim", "gloo"}))
       ->capture_default_str();
-  add_model_variant_options(check_cmd, check.n_layers, check.dtype, check.attention);
+  add_model_variant_options(check_cmd, check.n_layers, check.dtype, check.attention, check.config);
   check_cmd->add_option("--capacity-factor", check.moe_capacity_factor,
                         "deepseek_v3 per-expert capacity factor (0: dense dispatch; ep takes 1)")
       ->check(CLI::Range(0.0, 64.0));
@@ -185,9 +190,21 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   bench_cmd->add_option("--pipeline", bench.pipeline, "Pipeline of the wrapped program for --cudagraph (default: cudagraph{backend=...})");
-  add_model_variant_options(bench_cmd, bench.n_layers, bench.dtype, bench.attention);
+  add_model_variant_options(bench_cmd, bench.n_layers, bench.dtype, bench.attention, bench.config);
   bench_cmd->add_flag("--ac-memory", bench.ac_memory,
                       "Also measure peak memory per AC policy: traced+remat against eager with the same AC");
+  bench_cmd->add_flag("--production", bench.production,
+                      "Trace the production configurations on meta and time every pass and the default and "
+                      "autoparallel pipelines on them (docs/performance.md, step 12)");
+  bench_cmd->add_option("--configs", bench.production_configs,
+                        "With --production: MODEL:CONFIG list, e.g. llama3:8b,llama3:405b (default: all)");
+  bench_cmd->add_flag("--trace-only", bench.production_trace_only, "With --production: trace only, run no pass");
+  bench_cmd->add_option("--pass-limit", bench.pass_limit_s, "With --production: seconds a pass may take before it is skipped")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_cmd->add_option("--rank", bench.rank, "With --production: the rank whose per-rank graph is traced")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->capture_default_str();
 
   ChunkArgs chunk;
   auto* chunk_cmd =
@@ -217,7 +234,7 @@ int main(int argc, char** argv) {
   prove_cmd->add_option("--timeout-ms", prove.timeout_ms, "Z3 time limit per claim")->check(kProverTimeout)->capture_default_str();
   prove_cmd->add_flag("--verbose", prove.verbose, "Print every claim's verdict");
 
-  app.add_subcommand("models", "List the debug models");
+  app.add_subcommand("models", "List the debug models and the production configurations (--config)");
   auto* passes_cmd = app.add_subcommand("passes", "List the registered passes with their options and properties");
   bool passes_mutants = false;
   std::string passes_pipeline;

@@ -7,9 +7,11 @@
 
 #include "framework/dist/collectives.h"
 #include "framework/trace/module_scope.h"
+#include "oracles/models/attention.h"
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace passcheck::models {
 
@@ -81,21 +83,36 @@ std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t head_dim, double theta, 
   return {angles.cos().to(at::kFloat), angles.sin().to(at::kFloat)};
 }
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t dim, int64_t n_heads_, const at::TensorOptions& options)
-    : n_heads(n_heads_), head_dim(dim / n_heads_), n_local_heads(n_heads_) {
-  wqkv = register_module("wqkv", std::make_shared<LinearImpl>(dim, 3 * dim, options));
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t dim, int64_t n_heads_, const at::TensorOptions& options,
+                                                 int64_t n_kv_heads_)
+    : n_heads(n_heads_),
+      n_kv_heads(n_kv_heads_ ? n_kv_heads_ : n_heads_),
+      head_dim(dim / n_heads_),
+      n_local_heads(n_heads_),
+      n_local_kv_heads(n_kv_heads) {
+  if (n_heads % n_kv_heads != 0)
+    throw std::invalid_argument(std::to_string(n_heads) + " query heads cannot share " + std::to_string(n_kv_heads) +
+                                " kv heads evenly");
+  wqkv = register_module("wqkv", std::make_shared<LinearImpl>(dim, (n_heads + 2 * n_kv_heads) * head_dim, options));
   wo = register_module("wo", std::make_shared<LinearImpl>(dim, dim, options));
 }
 
 at::Tensor CausalSelfAttentionImpl::forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos,
                                             const at::Tensor& sin) {
   // Under TP this rank's wqkv rows are the q, k and v rows of its n_local_heads heads.
-  int64_t b = x.size(0), s = x.size(1), dim = n_local_heads * head_dim;
+  int64_t b = x.size(0), s = x.size(1), dim = n_local_heads * head_dim, kv_dim = n_local_kv_heads * head_dim;
   at::Tensor qkv = call_module(fqn + ".wqkv", tp.enter(x), [this](const at::Tensor& in) { return wqkv->forward(in); });
-  std::vector<at::Tensor> parts = qkv.split(dim, -1);
+  // Multi-head attention keeps the equal split (the graph the debug models always had).
+  std::vector<at::Tensor> parts = kv_dim == dim ? qkv.split(dim, -1) : qkv.split_with_sizes({dim, kv_dim, kv_dim}, -1);
   at::Tensor q = apply_rotary(parts[0].view({b, s, n_local_heads, head_dim}), cos, sin).transpose(1, 2);
-  at::Tensor k = apply_rotary(parts[1].view({b, s, n_local_heads, head_dim}), cos, sin).transpose(1, 2);
-  at::Tensor v = parts[2].view({b, s, n_local_heads, head_dim}).transpose(1, 2);
+  at::Tensor k = apply_rotary(parts[1].view({b, s, n_local_kv_heads, head_dim}), cos, sin);
+  at::Tensor v = parts[2].view({b, s, n_local_kv_heads, head_dim});
+  if (n_local_kv_heads != n_local_heads) {
+    k = repeat_kv(k, n_local_heads / n_local_kv_heads);
+    v = repeat_kv(v, n_local_heads / n_local_kv_heads);
+  }
+  k = k.transpose(1, 2);
+  v = v.transpose(1, 2);
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
   at::Tensor future = at::ones({s, s}, at::TensorOptions().dtype(at::kBool).device(x.device())).triu(1);
   scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());

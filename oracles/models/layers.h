@@ -92,18 +92,22 @@ at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Te
 /// angle(p, i) = p * theta^(-2i / head_dim), computed in double and rounded once.
 std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t head_dim, double theta, int64_t max_seq_len);
 
-/// Causal multi-head self-attention: fused projection "wqkv" (dim -> 3 dim), rotary
-/// embeddings on q and k, softmax(q k^T / sqrt(head_dim)) with future positions masked,
-/// output projection "wo". Scores and mask are written from primitives (no
-/// scaled_dot_product_attention on the CPU build).
+/// Causal multi-head self-attention: fused projection "wqkv" (dim -> q, k, v rows: n_heads
+/// query heads, then n_kv_heads key and n_kv_heads value heads of head_dim = dim /
+/// n_heads; grouped-query attention when n_kv_heads < n_heads, each kv head serving
+/// n_heads / n_kv_heads query heads), rotary embeddings on q and k, softmax(q k^T /
+/// sqrt(head_dim)) with future positions masked, output projection "wo". Scores and mask
+/// are written from primitives (no scaled_dot_product_attention on the CPU build).
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
-  CausalSelfAttentionImpl(int64_t dim, int64_t n_heads, const at::TensorOptions& options);
+  /// n_kv_heads 0: n_heads (multi-head attention, wqkv dim -> 3 dim).
+  CausalSelfAttentionImpl(int64_t dim, int64_t n_heads, const at::TensorOptions& options, int64_t n_kv_heads = 0);
   /// x: [B, S, dim]; cos, sin: [S, head_dim / 2].
   at::Tensor forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
-  int64_t n_heads, head_dim;
-  /// Heads this rank computes: n_heads / tp.size (wqkv holds their q, k and v rows).
-  int64_t n_local_heads;
+  int64_t n_heads, n_kv_heads, head_dim;
+  /// Heads this rank computes: n_heads / tp.size query and n_kv_heads / tp.size kv heads
+  /// (wqkv holds their q, k and v rows).
+  int64_t n_local_heads, n_local_kv_heads;
   std::shared_ptr<LinearImpl> wqkv, wo;
   /// wqkv column-parallel by head group, wo row-parallel when enabled.
   TensorParallelism tp;

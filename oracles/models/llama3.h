@@ -1,5 +1,5 @@
 // The llama3 debug model of specs/models.md (torchtitan "debugmodel" sizes): fused
-// QKV, RMSNorm, rotary embeddings, causal attention and SwiGLU written from primitives.
+// QKV (grouped-query when n_kv_heads < n_heads), RMSNorm, rotary embeddings, causal attention and SwiGLU written from primitives.
 #pragma once
 
 #include "oracles/models/subject.h"
@@ -10,6 +10,8 @@ struct Llama3Config {
   int64_t dim = 256;
   int64_t n_layers = 6;
   int64_t n_heads = 16;
+  /// Key/value heads (grouped-query attention); 0: n_heads.
+  int64_t n_kv_heads = 0;
   int64_t vocab_size = 2048;
   int64_t ffn_hidden = 768;
   double norm_eps = 1e-6;

@@ -107,13 +107,31 @@ void check_divides(const std::string& fqn, const at::Tensor& t, int64_t dim, int
                                 std::to_string(parts) + " along dim " + std::to_string(dim) + " for " + why);
 }
 
+// The sizes along tp_dim of the blocks of a parameter of sizes `shape`, each of which
+// divides by the tp size.
+std::vector<int64_t> block_sizes(const std::string& fqn, at::IntArrayRef shape, const ParameterSharding& s,
+                                 const ParallelPlan& plan) {
+  const std::vector<int64_t> parts = s.tp_block_parts.empty() ? std::vector<int64_t>{1} : s.tp_block_parts;
+  int64_t total = 0;
+  for (int64_t p : parts) total += p;
+  const int64_t length = static_cast<int64_t>(shape.size()) > s.tp_dim ? shape[s.tp_dim] : 0;
+  std::vector<int64_t> sizes;
+  for (int64_t p : parts) {
+    if (length == 0 || length % total != 0 || (length / total * p) % plan.tp_size != 0)
+      throw std::invalid_argument("parameter '" + fqn + "' of sizes " + c10::str(shape) + " cannot be split in " +
+                                  std::to_string(static_cast<int64_t>(parts.size()) * plan.tp_size) + " along dim " +
+                                  std::to_string(s.tp_dim) + " for tp=" + std::to_string(plan.tp_size));
+    sizes.push_back(length / total * p);
+  }
+  return sizes;
+}
+
 at::Tensor local_shard(const std::string& fqn, const at::Tensor& full, const ParameterSharding& s,
                        const ParallelPlan& plan) {
   at::Tensor t = full;
   if (s.tp_dim >= 0) {
-    check_divides(fqn, t, s.tp_dim, s.tp_blocks * plan.tp_size, "tp=" + std::to_string(plan.tp_size));
     std::vector<at::Tensor> parts;
-    for (const at::Tensor& block : t.chunk(s.tp_blocks, s.tp_dim)) {
+    for (const at::Tensor& block : t.split_with_sizes(block_sizes(fqn, t.sizes(), s, plan), s.tp_dim)) {
       int64_t len = block.size(s.tp_dim) / plan.tp_size;
       parts.push_back(block.narrow(s.tp_dim, plan.tp_index * len, len));
     }
@@ -207,7 +225,8 @@ std::optional<ParallelPlan> resolve_plan(const std::string& model, const Paralle
 ParameterSharding sharding_of(const std::string& fqn, const ParallelPlan& plan) {
   ParameterSharding s;
   if (plan.tp) {
-    if (ends_with(fqn, "attention.wqkv.weight")) s.tp_dim = 0, s.tp_blocks = 3;
+    if (ends_with(fqn, "attention.wqkv.weight"))
+      s.tp_dim = 0, s.tp_block_parts = plan.qkv_block_heads.empty() ? std::vector<int64_t>{1, 1, 1} : plan.qkv_block_heads;
     else if (ends_with(fqn, "feed_forward.w1.weight") || ends_with(fqn, "feed_forward.w3.weight")) s.tp_dim = 0;
     else if (ends_with(fqn, "attention.wo.weight") || ends_with(fqn, "feed_forward.w2.weight")) s.tp_dim = 1;
   }
@@ -260,7 +279,11 @@ void parallelize(torch::nn::Module& root, const ParallelPlan& plan) {
       if (attention->n_heads % head_groups != 0)
         throw std::invalid_argument(std::to_string(attention->n_heads) + " attention heads cannot be split over tp=" +
                                     std::to_string(head_groups));
+      if (attention->n_kv_heads % head_groups != 0)
+        throw std::invalid_argument(std::to_string(attention->n_kv_heads) + " kv heads cannot be split over tp=" +
+                                    std::to_string(head_groups));
       attention->n_local_heads = attention->n_heads / head_groups;
+      attention->n_local_kv_heads = attention->n_kv_heads / head_groups;
       attention->tp = tp;
     }
     if (auto* ffn = dynamic_cast<SwiGLUFeedForwardImpl*>(m.get())) ffn->tp = tp;
@@ -310,13 +333,20 @@ at::Tensor gather_full_parameter(const std::string& fqn, const at::Tensor& local
   if (s.tp_dim >= 0) {
     // Gathered blocks come rank by rank; each rank holds its part of every block.
     at::Tensor moved = t.movedim(s.tp_dim, 0).contiguous();
-    std::vector<int64_t> sizes = moved.sizes().vec();
     at::Tensor g = dist::wait_tensor(dist::all_gather_into_tensor(moved, plan.tp_size, "tp"));
-    std::vector<int64_t> split{plan.tp_size, s.tp_blocks, sizes[0] / s.tp_blocks};
-    split.insert(split.end(), sizes.begin() + 1, sizes.end());
-    std::vector<int64_t> full = sizes;
-    full[0] = sizes[0] * plan.tp_size;
-    t = g.view(split).transpose(0, 1).reshape(full).movedim(0, s.tp_dim).contiguous();
+    std::vector<int64_t> full_sizes = t.sizes().vec();
+    full_sizes[s.tp_dim] *= plan.tp_size;
+    std::vector<int64_t> local_blocks = block_sizes(fqn, full_sizes, s, plan);
+    for (int64_t& rows : local_blocks) rows /= plan.tp_size;
+    // Rank r's rows are its part of every block; the full tensor is block after block.
+    std::vector<std::vector<at::Tensor>> by_block(local_blocks.size());
+    for (const at::Tensor& rank_rows : g.chunk(plan.tp_size, 0)) {
+      std::vector<at::Tensor> blocks = rank_rows.split_with_sizes(local_blocks, 0);
+      for (size_t b = 0; b < blocks.size(); ++b) by_block[b].push_back(blocks[b]);
+    }
+    std::vector<at::Tensor> ordered;
+    for (const auto& parts : by_block) ordered.push_back(at::cat(parts, 0));
+    t = at::cat(ordered, 0).movedim(0, s.tp_dim).contiguous();
   }
   return t;
 }

@@ -49,6 +49,9 @@ struct ParallelPlan {
   std::vector<std::string> mesh_dims;  ///< major to minor
   int64_t dp_size = 1, dp_index = 0, tp_size = 1, tp_index = 0, ep_size = 1, ep_index = 0;
   std::string fault;  ///< ParallelOptions::fault
+  /// Heads of each block of a fused wqkv (q, k, v): {n_heads, n_kv_heads, n_kv_heads}
+  /// under grouped-query attention; empty: three equal blocks.
+  std::vector<int64_t> qkv_block_heads;
   /// Slices of the global batch: every dp and every ep rank trains its own, tp ranks share.
   int64_t batch_slices() const { return dp_size * ep_size * (fsdp_over_tp ? tp_size : 1); }
   int64_t batch_slice_index() const {
@@ -69,7 +72,9 @@ std::optional<ParallelPlan> resolve_plan(const std::string& model, const Paralle
 /// How one parameter is split (applied in this order: tp, then ep, then fsdp).
 struct ParameterSharding {
   int64_t tp_dim = -1;     ///< dim sharded over tp, -1 when replicated over tp
-  int64_t tp_blocks = 1;   ///< independent blocks along tp_dim, each sharded (3: fused q, k, v)
+  /// Independent blocks along tp_dim, each sharded over tp, by relative size (fused q, k,
+  /// v: {1, 1, 1}, or the heads of each under GQA); empty: one block.
+  std::vector<int64_t> tp_block_parts;
   bool expert = false;     ///< dim 0 sharded over ep
 };
 /// The sharding of parameter `fqn` under `plan` (by its name in the debug models).

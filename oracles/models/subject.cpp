@@ -4,6 +4,7 @@
 #include "oracles/models/subject.h"
 
 #include "framework/trace/module_scope.h"
+#include "oracles/models/configs.h"
 #include "oracles/models/deepseek_v3.h"
 #include "oracles/models/dropout_mlp.h"
 #include "oracles/models/layers.h"
@@ -128,13 +129,16 @@ SubjectOptions suite_options(const std::string& name) {
 
 std::unique_ptr<TrainingSubject> make_subject(const std::string& name, const SubjectOptions& options) {
   const std::vector<std::string> zoo = zoo_models();
-  if (std::find(zoo.begin(), zoo.end(), name) != zoo.end()) return make_zoo_subject(name, options);
+  const bool is_zoo = std::find(zoo.begin(), zoo.end(), name) != zoo.end();
+  const bool configured = !options.config.empty() && options.config != kDebugConfig;
+  if (is_zoo) return configured ? make_configured_subject(name, options) : make_zoo_subject(name, options);
   if (options.dtype != c10::ScalarType::Float)
     throw std::invalid_argument("model '" + name + "' is built in float32 only; a " +
                                 std::string(c10::toString(options.dtype)) + " variant exists for the zoo models (" +
                                 "qwen3, qwen3_moe, llama4, gpt_oss)");
   if (!options.attention.empty() && name != "deepseek_v3")
     throw std::invalid_argument("option attention='" + options.attention + "' is for deepseek_v3, not '" + name + "'");
+  if (configured) return make_configured_subject(name, options);
   if (name == "mlp") return std::make_unique<MlpSubject>(options);
   if (name == "two_matmul") return std::make_unique<TwoMatmulSubject>(options);
   if (name == "llama3") return make_llama3_subject(options);

@@ -58,6 +58,9 @@ struct SubjectOptions {
   /// standard multi-head simplification).
   std::string attention;
   ParallelOptions parallel;
+  /// Named configuration (configs.h): "" or "debug" for the debug sizes, else a
+  /// production shape such as llama3 "405b" (meant for the meta device).
+  std::string config;
 };
 
 class TrainingSubject {

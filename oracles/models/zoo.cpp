@@ -165,4 +165,8 @@ std::unique_ptr<TrainingSubject> make_zoo_subject(const std::string& name, const
   return std::make_unique<ZooSubject>(options, zoo_config(name, options.n_layers));
 }
 
+std::unique_ptr<TrainingSubject> make_zoo_subject(const SubjectOptions& options, ZooConfig config) {
+  return std::make_unique<ZooSubject>(options, std::move(config));
+}
+
 }  // namespace passcheck::models

@@ -64,5 +64,7 @@ ZooConfig zoo_config(const std::string& name, int64_t n_layers = 0);
 /// A training subject of zoo model `name` (options: seed, device, dtype, batch, sequence,
 /// layers, parallel plan "fsdp").
 std::unique_ptr<TrainingSubject> make_zoo_subject(const std::string& name, const SubjectOptions& options);
+/// A training subject of an explicit zoo configuration (configs.h's production shapes).
+std::unique_ptr<TrainingSubject> make_zoo_subject(const SubjectOptions& options, ZooConfig config);
 
 }  // namespace passcheck::models

@@ -1,0 +1,365 @@
+// passcheck bench --production: the production shapes (oracles/models/configs.h) traced on
+// the meta device, then every registered pass and the named pipelines run on the traced
+// graphs with the gate on (the verifier after every pass). Per configuration: the time to
+// build the model on meta, the meta trace time and node count of the single-rank graph
+// and of one rank's graph under a parallel plan (default fsdp over dp=128), the peak
+// resident set size of the process while building and tracing, and per pass the time of
+// the pass itself and of the pass with its gate. Each pass runs in a forked child, so a
+// pass that exceeds the time limit is stopped and reported as skipped, a crash is reported
+// instead of ending the bench, and the child's own peak RSS is measured. Nothing runs any
+// kernel: every tensor is on meta.
+#include "framework/cli/commands.h"
+#include "framework/io/files.h"
+
+#include "framework/check/pipeline.h"
+#include "framework/dist/mesh.h"
+#include "framework/ir/module.h"
+#include "framework/trace/tracer.h"
+#include "framework/version.h"
+#include "oracles/distributed_driver.h"
+#include "oracles/models/configs.h"
+#include "oracles/models/subject.h"
+#include "oracles/pass_on_models.h"
+#include "oracles/training_driver.h"
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace passcheck::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
+
+// The process's peak resident set (VmHWM) in MiB; reset_peak_rss() restarts it where the
+// kernel allows (/proc/self/clear_refs "5"), so each configuration gets its own peak.
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+double current_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+void reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  if (clear) clear << "5";
+}
+
+// One timed run of a pipeline on a graph, in a child process.
+struct PassTiming {
+  std::string status = "ok";  ///< "ok", "skipped: > N s", "failed: ...", "crashed: signal N"
+  double pass_ms = 0;         ///< the timed passes themselves
+  double gated_ms = 0;        ///< the same with their gate (verifier, changed-claim, claims)
+  double prerequisites_ms = 0;
+  size_t nodes_after = 0;
+  double child_peak_rss_mib = 0;
+  nlohmann::json to_json() const {
+    return {{"status", status}, {"pass_ms", pass_ms}, {"gated_ms", gated_ms}, {"prerequisites_ms", prerequisites_ms},
+            {"nodes_after", nodes_after}, {"child_peak_rss_mib", child_peak_rss_mib}};
+  }
+};
+
+// Runs `prerequisites` (untimed in the figures) then `timed` on a copy of `graph` (a
+// module when either holds a partitioner) with the gate on; returns the figures as JSON.
+nlohmann::json run_pipelines(const ir::Graph& graph, const std::string& prerequisites, const std::string& timed) {
+  const check::Pipeline before =
+      prerequisites.empty() ? check::Pipeline(std::vector<check::PassInvocation>{}) : check::Pipeline::parse(prerequisites);
+  const check::Pipeline measured = check::Pipeline::parse(timed);
+  const bool as_module = before.has_module_pass() || measured.has_module_pass();
+  std::unique_ptr<ir::Graph> copy = graph.clone();
+  std::optional<ir::Module> module;
+  if (as_module) module.emplace(ir::Module::of_graph(std::move(copy)));
+  auto run = [&](const check::Pipeline& p) { return as_module ? p.run(*module) : p.run(*copy); };
+  auto t0 = Clock::now();
+  if (!before.passes().empty()) run(before);
+  const double prerequisites_ms = ms_since(t0);
+  t0 = Clock::now();
+  std::vector<check::PassRecord> records = run(measured);
+  const double gated_ms = ms_since(t0);
+  double pass_ms = 0;
+  for (const check::PassRecord& r : records) pass_ms += r.seconds * 1e3;
+  return {{"pass_ms", pass_ms}, {"gated_ms", gated_ms}, {"prerequisites_ms", prerequisites_ms},
+          {"nodes_after", as_module ? module->num_nodes() : copy->num_nodes()}};
+}
+
+// run_pipelines in a forked child, stopped after `limit_s` seconds.
+PassTiming timed_in_child(const ir::Graph& graph, const std::string& prerequisites, const std::string& timed,
+                          double limit_s) {
+  PassTiming timing;
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t child = fork();
+  if (child < 0) throw std::runtime_error("fork failed");
+  if (child == 0) {
+    close(fds[0]);
+    nlohmann::json out;
+    try {
+      out = run_pipelines(graph, prerequisites, timed);
+      out["status"] = "ok";
+    } catch (const std::exception& e) {
+      std::string message = e.what();
+      out = {{"status", "failed: " + message.substr(0, message.find('\n'))}};
+    }
+    const std::string text = out.dump();
+    size_t written = 0;
+    while (written < text.size()) {
+      ssize_t n = write(fds[1], text.data() + written, text.size() - written);
+      if (n <= 0) break;
+      written += static_cast<size_t>(n);
+    }
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string text;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(limit_s);
+  bool timed_out = false;
+  for (;;) {
+    const double left_ms = std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
+    if (left_ms <= 0) {
+      timed_out = true;
+      break;
+    }
+    struct pollfd p {fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min(left_ms, 1000.0)) + 1);
+    if (ready <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = read(fds[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(child, SIGKILL);
+  int wstatus = 0;
+  struct rusage usage {};
+  wait4(child, &wstatus, 0, &usage);
+  timing.child_peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  if (timed_out) {
+    char status[64];
+    std::snprintf(status, sizeof status, "skipped: > %.0f s", limit_s);
+    timing.status = status;
+    return timing;
+  }
+  if (WIFSIGNALED(wstatus)) {
+    timing.status = "crashed: signal " + std::to_string(WTERMSIG(wstatus));
+    return timing;
+  }
+  try {
+    nlohmann::json j = nlohmann::json::parse(text);
+    timing.status = j.at("status").get<std::string>();
+    if (timing.status == "ok") {
+      timing.pass_ms = j.at("pass_ms").get<double>();
+      timing.gated_ms = j.at("gated_ms").get<double>();
+      timing.prerequisites_ms = j.at("prerequisites_ms").get<double>();
+      timing.nodes_after = j.at("nodes_after").get<size_t>();
+    }
+  } catch (const std::exception&) {
+    timing.status = "failed: no result from the child";
+  }
+  return timing;
+}
+
+struct ConfigFigures {
+  std::string model, config;
+  int64_t parameters = 0;
+  double build_ms = 0, trace_ms = 0, peak_rss_mib = 0;
+  size_t nodes = 0;
+  std::string rank_plan;  ///< "fsdp dp=128 rank 0"
+  double rank_trace_ms = 0;
+  size_t rank_nodes = 0;
+  int64_t ranks = 1;
+  std::string rank_error;
+  std::vector<std::pair<std::string, PassTiming>> passes;  ///< in order, pipelines last
+};
+
+std::vector<std::pair<std::string, std::string>> parse_configs(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (text.empty()) {
+    for (const models::ModelConfigInfo& c : models::production_configs()) out.emplace_back(c.model, c.name);
+    return out;
+  }
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos)
+      throw std::invalid_argument("--configs item '" + item + "' is not MODEL:CONFIG (e.g. llama3:405b)");
+    out.emplace_back(item.substr(0, colon), item.substr(colon + 1));
+    models::check_config(out.back().first, out.back().second);
+  }
+  return out;
+}
+
+std::string cell(const PassTiming& t) {
+  if (t.status != "ok") return t.status;
+  char text[64];
+  std::snprintf(text, sizeof text, "%.0f (%.0f)", t.pass_ms, t.gated_ms);
+  return text;
+}
+
+}  // namespace
+
+int run_production_bench(const BenchArgs& args) {
+  return guarded("bench", [&] {
+    if (!args.json.empty()) io::check_writable(args.json, "--json report");
+    if (args.pass_limit_s <= 0) throw std::invalid_argument("--pass-limit must be > 0 seconds");
+    at::set_num_threads(args.threads);  // 1 by default: the forked children run inline
+    const auto configs = parse_configs(args.production_configs);
+    const std::string plan = args.parallel.empty() ? "fsdp" : args.parallel;
+    const std::string mesh_text = args.mesh.empty() ? "dp=128" : args.mesh;
+    const dist::DeviceMesh mesh = dist::DeviceMesh::parse(mesh_text);
+    const int64_t rank = args.rank;
+    mesh.coordinates(rank);
+
+    // Every registered pass after its prerequisites, then the named pipelines.
+    std::vector<std::pair<std::string, std::string>> passes;  // name, prerequisites
+    if (!args.production_trace_only)
+      for (const check::RegisteredPass* pass : check::PassRegistry::global().list()) {
+        const std::string& name = pass->info.name;
+        // chunk needs a graph traced with a symbolic dimension (trace --symbolic), which
+        // traces at two concrete sizes and so computes; not a meta-only trace.
+        if (!oracles::runs_on_traced_subjects(name)) continue;
+        const std::string full = oracles::pipeline_with_prerequisites(name, "llama3");
+        const size_t last = full.rfind(',');
+        passes.emplace_back(last == std::string::npos ? full : full.substr(last + 1),
+                            last == std::string::npos ? "" : full.substr(0, last));
+      }
+
+    const double baseline_rss = current_rss_mib();
+    std::vector<ConfigFigures> all;
+    for (const auto& [model, config] : configs) {
+      ConfigFigures f;
+      f.model = model;
+      f.config = config;
+      models::SubjectOptions options;
+      apply_model_variant(options, args.n_layers, args.dtype, args.attention, config);
+      options.batch_size = args.batch_size;
+      options.seq_len = args.seq_len;
+      options.device = c10::Device(c10::DeviceType::Meta);
+      f.parameters = models::parameter_count(model, options);
+      std::cerr << "[" << model << ":" << config << "] tracing on meta\n";
+
+      reset_peak_rss();
+      auto t0 = Clock::now();
+      auto subject = models::make_subject(model, options);
+      f.build_ms = ms_since(t0);
+      t0 = Clock::now();
+      trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
+      f.trace_ms = ms_since(t0);
+      f.nodes = program.graph().num_nodes();
+      f.peak_rss_mib = peak_rss_mib();
+      std::shared_ptr<ir::Graph> single = program.shared_graph();
+
+      std::shared_ptr<ir::Graph> per_rank;
+      f.rank_plan = plan + " " + mesh_text + " rank " + std::to_string(rank);
+      f.ranks = mesh.world_size();
+      try {
+        t0 = Clock::now();
+        per_rank = oracles::trace_rank_graph(model, options, mesh, rank);
+        f.rank_trace_ms = ms_since(t0);
+        f.rank_nodes = per_rank->num_nodes();
+      } catch (const std::exception& e) {
+        f.rank_error = e.what();
+      }
+
+      for (const auto& [name, prerequisites] : passes) {
+        std::cerr << "[" << model << ":" << config << "] " << name << "\n";
+        f.passes.emplace_back(name, timed_in_child(*single, prerequisites, name, args.pass_limit_s));
+      }
+      if (!args.production_trace_only) {
+        std::cerr << "[" << model << ":" << config << "] default pipeline\n";
+        f.passes.emplace_back("default", timed_in_child(*single, "", "default", args.pass_limit_s));
+        if (per_rank) {
+          std::cerr << "[" << model << ":" << config << "] autoparallel pipeline on " << f.rank_plan << "\n";
+          f.passes.emplace_back("autoparallel (per rank)", timed_in_child(*per_rank, "", "autoparallel", args.pass_limit_s));
+        }
+      }
+      all.push_back(std::move(f));
+    }
+
+    std::printf("passcheck bench --production  (passcheck %s, %d thread(s); meta device; per-rank plan %s %s; "
+                "pass limit %.0f s; process RSS before tracing %.0f MiB)\n\n",
+                PASSCHECK_VERSION, args.threads, plan.c_str(), mesh_text.c_str(), args.pass_limit_s, baseline_rss);
+    std::printf("| config | parameters | ranks | nodes (1 rank) | build ms | trace ms | peak RSS MiB | nodes (per rank) "
+                "| per-rank trace ms |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (const ConfigFigures& f : all) {
+      std::string rank_nodes = f.rank_error.empty() ? std::to_string(f.rank_nodes) : "n/a";
+      char rank_ms[32];
+      std::snprintf(rank_ms, sizeof rank_ms, "%.0f", f.rank_trace_ms);
+      std::printf("| %s:%s | %.2f B | %lld | %zu | %.0f | %.0f | %.0f | %s | %s |\n", f.model.c_str(), f.config.c_str(),
+                  static_cast<double>(f.parameters) / 1e9, static_cast<long long>(f.ranks), f.nodes, f.build_ms,
+                  f.trace_ms, f.peak_rss_mib, rank_nodes.c_str(), f.rank_error.empty() ? rank_ms : "n/a");
+    }
+    for (const ConfigFigures& f : all)
+      if (!f.rank_error.empty())
+        std::printf("\n%s:%s per rank (%s): %s\n", f.model.c_str(), f.config.c_str(), f.rank_plan.c_str(),
+                    f.rank_error.c_str());
+    if (!all.empty() && !all.front().passes.empty()) {
+      std::printf("\nPass time in ms, gated time (verifier, changed-claim and claim checks) in parentheses; each pass "
+                  "after its prerequisites, on the single-rank graph (autoparallel: on the per-rank graph).\n\n| pass |");
+      for (const ConfigFigures& f : all) std::printf(" %s:%s |", f.model.c_str(), f.config.c_str());
+      std::printf("\n|---|");
+      for (size_t i = 0; i < all.size(); ++i) std::printf("---|");
+      std::printf("\n");
+      for (size_t p = 0; p < all.front().passes.size(); ++p) {
+        std::printf("| %s |", all.front().passes[p].first.c_str());
+        for (const ConfigFigures& f : all)
+          std::printf(" %s |", p < f.passes.size() ? cell(f.passes[p].second).c_str() : "n/a");
+        std::printf("\n");
+      }
+    }
+
+    if (!args.json.empty()) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const ConfigFigures& f : all) {
+        nlohmann::json passes_json = nlohmann::json::object();
+        for (const auto& [name, timing] : f.passes) passes_json[name] = timing.to_json();
+        j.push_back({{"model", f.model},
+                     {"config", f.config},
+                     {"parameters", f.parameters},
+                     {"build_ms", f.build_ms},
+                     {"trace_ms", f.trace_ms},
+                     {"nodes", f.nodes},
+                     {"peak_rss_mib", f.peak_rss_mib},
+                     {"rank_plan", f.rank_plan},
+                     {"ranks", f.ranks},
+                     {"rank_nodes", f.rank_nodes},
+                     {"rank_trace_ms", f.rank_trace_ms},
+                     {"rank_error", f.rank_error},
+                     {"passes", passes_json}});
+      }
+      io::write_file(args.json, nlohmann::json{{"baseline_rss_mib", baseline_rss}, {"configs", j}}.dump(2) + "\n",
+                     "--json report");
+      std::cerr << "wrote " << args.json << "\n";
+    }
+    return 0;
+  });
+}
+
+}  // namespace passcheck::cli
