@@ -22,8 +22,7 @@ struct PassInvocation {
 };
 
 /// Named pipelines usable wherever pipeline text is: "default" (upstream's order:
-/// dce, canonicalize, ac-regions, sac-tag, remat{rng=replay}), "cleanup" and
-/// "autoparallel" (autoparallel's passes on a per-rank FSDP graph, partitioner included).
+/// dce, canonicalize, ac-regions, sac-tag, remat{rng=replay}) and "cleanup".
 const std::map<std::string, std::string>& named_pipelines();
 
 /// Parses "a,b{k=v,k2=v2},c"; a named pipeline anywhere in the list stands for its

@@ -93,6 +93,31 @@ TEST(Autoparallel, TheFullPipelineKeepsEveryRankBitwiseEqualToEager) {
   }
 }
 
+// The named pipeline "autoparallel" is the order above, and it runs on a 1-D FSDP mesh
+// (no dp -> tp chains: fuse-chained-allgathers has nothing to fuse) keeping every rank's
+// partitioned step bitwise equal to its eager step, with the weights gathered again in
+// the backward.
+TEST(Autoparallel, TheNamedPipelineIsTheStep8OrderAndHoldsOnAOneDimensionalFsdpMesh) {
+  EXPECT_EQ(check::Pipeline::parse("autoparallel").str(), check::Pipeline::parse(kAutoparallelPipeline).str());
+  DriverOptions options = small_parallel("llama3", "fsdp", "dp=2");
+  options.steps = 2;
+  const check::Pipeline pipeline = check::Pipeline::parse("autoparallel");
+  std::mutex mu;
+  std::map<int64_t, CollectiveCounts> after;
+  options.transform = [&](trace::TracedProgram& program) {
+    oracles::apply_pipeline(program, pipeline, {}, [&](const ir::Module& module) {
+      ASSERT_EQ(module.parts.size(), 2u);
+      std::lock_guard<std::mutex> lock(mu);
+      after[dist::current_rank().rank] = counts_of(module);
+    });
+  };
+  for (const auto& r : on_every_rank(options)) {
+    EXPECT_TRUE(r.driver.equal()) << "rank " << r.rank << "\n" << r.driver.format();
+    // One gather per parameter in the forward, again in the backward for all but the embedding.
+    EXPECT_EQ(after.at(r.rank).all_gather, kLlamaParams + kLlamaParams - 1) << "rank " << r.rank;
+  }
+}
+
 // Historical bug 8 (seed 467): the second partition of the re-imported first partition
 // must save exactly what the first saved and gather as often in its forward.
 passes::RoundTripResult round_trip_of_rank(int64_t rank, const passes::RoundTripOptions& options) {
