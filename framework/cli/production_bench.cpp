@@ -283,7 +283,9 @@ int run_production_bench(const BenchArgs& args) {
       f.ranks = mesh.world_size();
       try {
         t0 = Clock::now();
-        per_rank = oracles::trace_rank_graph(model, options, mesh, rank);
+        models::SubjectOptions rank_options = options;
+        rank_options.parallel.plan = plan;
+        per_rank = oracles::trace_rank_graph(model, rank_options, mesh, rank);
         f.rank_trace_ms = ms_since(t0);
         f.rank_nodes = per_rank->num_nodes();
       } catch (const std::exception& e) {

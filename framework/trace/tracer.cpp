@@ -18,6 +18,8 @@
 #include <ATen/SequenceNumber.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
+#include <ATen/core/stack.h>
+#include <c10/core/WrapDimMinimal.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 #include <torch/nn/module.h>
@@ -499,6 +501,40 @@ TORCH_LIBRARY_IMPL(_, Meta, m) {
 TORCH_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_fallback>());
   m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_fallback>());
+}
+
+namespace passcheck::trace {
+namespace {
+
+// Meta kernels for the two operators of every language model that LibTorch 1.13 lacks
+// and whose CPU stand-ins (meta_fallback) are as large as the embedding: its lookup
+// (index_select) reads a [vocab, dim] weight and its backward writes one, 8 GiB each for
+// Llama-3 405B. A production-shape meta trace must not allocate them. Both results are
+// contiguous, as the CPU kernels make them, so the recorded graph is the same.
+void meta_index_select(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const at::Tensor index = torch::jit::pop(*stack).toTensor();
+  const int64_t dim = torch::jit::pop(*stack).toInt();
+  const at::Tensor self = torch::jit::pop(*stack).toTensor();
+  std::vector<int64_t> sizes = self.sizes().vec();
+  if (!sizes.empty()) sizes[c10::maybe_wrap_dim(dim, self.dim())] = index.numel();
+  torch::jit::push(*stack, at::empty(sizes, self.options()));
+}
+
+void meta_embedding_dense_backward(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  torch::jit::drop(*stack, 2);  // scale_grad_by_freq, padding_idx: no effect on the shape
+  const int64_t num_weights = torch::jit::pop(*stack).toInt();
+  torch::jit::drop(*stack, 1);  // indices
+  const at::Tensor grad = torch::jit::pop(*stack).toTensor();
+  torch::jit::push(*stack, at::empty({num_weights, grad.size(-1)}, grad.options()));
+}
+
+}  // namespace
+}  // namespace passcheck::trace
+
+TORCH_LIBRARY_IMPL(aten, Meta, m) {
+  m.impl("index_select", torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_index_select>());
+  m.impl("embedding_dense_backward",
+         torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_embedding_dense_backward>());
 }
 #endif
 
