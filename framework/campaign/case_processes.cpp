@@ -192,7 +192,7 @@ struct Answer {
 void warm_up(const CampaignOptions& options) {
   try {
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
-    gen::ProgramCase c = gen::generate_case(options.seed);
+    gen::GeneratedCase c = gen::generate_case(options.seed);
     std::vector<c10::IValue> inputs = exec::make_inputs(*c.graph, {c.input_seed, c.int_high});
     exec::Executor(*c.graph).run(inputs);
 #else
