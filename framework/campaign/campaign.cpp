@@ -107,7 +107,7 @@ class Campaign {
     start_ = Clock::now();
     try {
       processes_ = options_.isolation == Isolation::PerCase ? per_case_processes(options_, registry_)
-                                                             : fork_server_processes(options_, registry_);
+                                                             : fork_server_processes(options_, registry_);  // or persistent
       loop();
     } catch (...) {
       if (processes_) {

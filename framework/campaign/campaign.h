@@ -29,9 +29,11 @@ enum class CaseSource { Programs, Models, Situations };
 /// programs in chunk mode "batch". A mixed campaign (`--mix`) alternates between kinds.
 enum class CaseKind { Graph = 0, SimMesh = 1, Chunk = 2 };
 
-/// How each case is isolated (`--isolation`): a warm fork server whose workers fork a
-/// process per case (the default), or one child per case forked by the campaign itself.
-enum class Isolation { ForkServer, PerCase };
+/// How each case is isolated (`--isolation`): warm workers that run cases themselves, a
+/// crash or timeout costing the worker, which is replaced (persistent, the default); a
+/// warm fork server whose workers fork a process per case; or one child per case forked
+/// by the campaign itself (per-case, the original design).
+enum class Isolation { ForkServer, Persistent, PerCase };
 
 /// The most cases a campaign runs at once (`--jobs`): each is a process holding a graph
 /// and LibTorch, so more than this only thrashes the machine.
@@ -68,7 +70,7 @@ struct CampaignOptions {
   /// The extra pass sets the registry holds ("mutants", "test", "python"), recorded in every repro
   /// so a replay builds the same registry.
   std::vector<std::string> registries;
-  Isolation isolation = Isolation::ForkServer;
+  Isolation isolation = Isolation::Persistent;
   /// The kinds a mixed campaign cycles through, case i taking mix[i % size]; empty: one
   /// kind, Chunk when `chunk` is set and Graph otherwise.
   std::vector<CaseKind> mix;

@@ -16,6 +16,7 @@
 #include "generators/program_case.h"
 #endif
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
 #include <poll.h>
@@ -40,6 +41,10 @@ namespace passcheck::campaign {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A persistent worker is replaced after this many cases, so what cases leave behind
+// (leaks, a fragmented heap) stays bounded.
+constexpr int64_t kCasesPerPersistentWorker = 500;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
@@ -186,6 +191,14 @@ struct Answer {
 
 // ---------------------------------------------------------------- the worker
 
+// A random op of the warm-up program (or of an earlier case, persistent) may have drawn
+// from the default generator: put it back where a fresh process has it, so a case sees
+// the state it sees in a process of its own.
+void reset_default_generator() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the default's state
+  generator.set_current_seed(c10::default_rng_seed_val);
+}
+
 // LibTorch's and the generator's first-use costs, paid once per worker instead of once
 // per case: a generated program run eagerly (no pass runs here, so the pass under test
 // cannot crash the worker). Whatever fails here only leaves the worker colder.
@@ -200,6 +213,19 @@ void warm_up(const CampaignOptions& options) {
 #endif
   } catch (const std::exception&) {
   }
+  reset_default_generator();
+}
+
+// run_case, with an exception reported as spawn_child does (exit 3: a crash).
+int run_case_body(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry) {
+  try {
+    return run_case(spec, options, registry);
+  } catch (const std::exception& e) {
+    std::cerr << "passcheck: case process: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "passcheck: case process: unknown exception\n";
+  }
+  return 3;
 }
 
 int wait_for_pid(pid_t pid, int64_t timeout_ms, Answer& answer) {
@@ -247,8 +273,21 @@ int wait_for_pid(pid_t pid, int64_t timeout_ms, Answer& answer) {
   if (::getppid() != campaign_pid) _exit(0);
   at::set_num_threads(1);
   warm_up(options);
+  const bool persistent = options.isolation == Isolation::Persistent;
   CaseSpec spec;
   while (read_spec(fd, spec)) {
+    if (persistent) {
+      // The case runs here; a crash or hang takes this worker with it, and the campaign
+      // reports the case and starts a new worker.
+      reset_default_generator();
+      Answer answer;
+      answer.exit_code = run_case_body(spec, options, registry);
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
+      if (!write_exactly(fd, &answer, sizeof answer)) break;
+      continue;
+    }
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
@@ -259,14 +298,7 @@ int wait_for_pid(pid_t pid, int64_t timeout_ms, Answer& answer) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != worker) _exit(3);
       ::close(fd);
-      int code = 3;
-      try {
-        code = run_case(spec, options, registry);
-      } catch (const std::exception& e) {
-        std::cerr << "passcheck: case process: " << e.what() << "\n";
-      } catch (...) {
-        std::cerr << "passcheck: case process: unknown exception\n";
-      }
+      int code = run_case_body(spec, options, registry);
       std::cout.flush();
       std::cerr.flush();
       std::fflush(nullptr);
@@ -329,8 +361,10 @@ class ForkServer : public CaseProcesses {
     std::vector<EndedCase> ended;
     std::vector<pollfd> fds;
     std::vector<Worker*> polled;
-    // A worker past the time limit plus this grace has stopped answering: it is killed.
-    const double grace_ms = 5000;
+    // A worker kills its case's process at the time limit; one past the limit plus this
+    // grace has stopped answering and is killed. A persistent worker runs the case
+    // itself: it is killed at the limit.
+    const double grace_ms = options_.isolation == Isolation::Persistent ? 0 : 5000;
     double wait = wait_ms;
     for (Worker& w : workers_) {
       if (!w.busy) continue;
@@ -351,6 +385,8 @@ class ForkServer : public CaseProcesses {
           o.exit_code = a.exit_code;
           o.signal = a.signal;
           w.busy = false;
+          if (++w.cases >= kCasesPerPersistentWorker && options_.isolation == Isolation::Persistent)
+            reap(w, /*kill_first=*/true);  // a fresh one takes the next case
         } else {
           // The worker itself died with the case: a crash of that case, and a new worker.
           int status = reap(w);
@@ -387,6 +423,7 @@ class ForkServer : public CaseProcesses {
     pid_t pid = -1;
     int fd = -1;  ///< the campaign's end of the socketpair
     bool busy = false;
+    int64_t cases = 0;  ///< cases answered
     CaseSpec spec;
     Clock::time_point start;
   };
@@ -414,6 +451,7 @@ class ForkServer : public CaseProcesses {
     w.pid = pid;
     w.fd = sv[0];
     w.busy = false;
+    w.cases = 0;
   }
 
   // Closes the worker's socket and reaps it; returns its wait status.

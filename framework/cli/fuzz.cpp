@@ -167,9 +167,11 @@ int run_fuzz(const FuzzArgs& args) {
     options.minimize_seconds = args.minimize_seconds;
     options.baseline_pass = args.baseline_pass;
     options.registries = sets;
-    if (args.isolation != "fork-server" && args.isolation != "per-case")
-      throw std::invalid_argument("--isolation " + args.isolation + ": expected fork-server or per-case");
-    options.isolation = args.isolation == "per-case" ? campaign::Isolation::PerCase : campaign::Isolation::ForkServer;
+    if (args.isolation != "fork-server" && args.isolation != "per-case" && args.isolation != "persistent")
+      throw std::invalid_argument("--isolation " + args.isolation + ": expected fork-server, persistent or per-case");
+    options.isolation = args.isolation == "per-case"     ? campaign::Isolation::PerCase
+                        : args.isolation == "persistent" ? campaign::Isolation::Persistent
+                                                         : campaign::Isolation::ForkServer;
     if (!args.mix.empty()) options.mix = campaign::parse_mix(args.mix);
     if (args.mix.empty() && (args.sim_mesh_pass != "fuse-chained-allgathers" || !args.chunk_pass.empty()))
       throw std::invalid_argument("--sim-mesh-pass and --chunk-pass name the passes of a mixed campaign's cases; they need --mix");
@@ -469,9 +471,10 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
       ->check(non_negative)
       ->capture_default_str();
   fuzz_cmd->add_option("--isolation", fuzz.isolation,
-                       "fork-server: warm workers (one per job) fork a process per case; per-case: the campaign "
-                       "forks each case itself (slower: every case pays LibTorch's start-up)")
-      ->check(CLI::IsMember({"fork-server", "per-case"}))
+                       "fork-server: warm workers (one per job) fork a process per case; persistent: warm workers "
+                       "run the cases themselves, a crashing or hanging case costing its worker, which is replaced; "
+                       "per-case: the campaign forks each case itself (slowest)")
+      ->check(CLI::IsMember({"fork-server", "persistent", "per-case"}))
       ->capture_default_str();
   fuzz_cmd->add_option("--mix", fuzz.mix,
                        "Cycle through kinds of case: programs (--pipeline/--pass), sim-mesh (chained all_gathers run "

@@ -51,8 +51,8 @@ campaign::CampaignReport run_in(campaign::Isolation isolation, campaign::Campaig
   return campaign::run_campaign(options, registry);
 }
 
-// The same seed gives the same failing cases (index, seed and kind) either way: the fork
-// server changes where a case runs, not what it runs.
+// The same seed gives the same failing cases (index, seed and kind) in every mode: the
+// fork server and the persistent workers change where a case runs, not what it runs.
 TEST(ForkServer, FindsTheSameFailuresInTheSameCasesAsPerCaseProcesses) {
   check::PassRegistry registry = registry_with(true, true);
   campaign::CampaignOptions options;
@@ -65,26 +65,35 @@ TEST(ForkServer, FindsTheSameFailuresInTheSameCasesAsPerCaseProcesses) {
   options.minimize = false;
   campaign::CampaignReport per_case = run_in(campaign::Isolation::PerCase, options, registry);
   campaign::CampaignReport server = run_in(campaign::Isolation::ForkServer, options, registry);
+  campaign::CampaignReport persistent = run_in(campaign::Isolation::Persistent, options, registry);
   EXPECT_EQ(server.cases_run, 24);
+  EXPECT_EQ(persistent.cases_run, 24);
   EXPECT_GT(per_case.violations, 0) << "the mutant must fail some case for the comparison to mean anything";
   EXPECT_EQ(failures_of(server), failures_of(per_case));
+  EXPECT_EQ(failures_of(persistent), failures_of(per_case));
   EXPECT_EQ(server.baseline_failures, per_case.baseline_failures);
+  EXPECT_EQ(persistent.baseline_failures, per_case.baseline_failures);
 
   // Crashes too: crash-on-odd fails the cases whose graph has an odd node count.
   options.pass = "crash-on-odd";
   options.baseline_pass.clear();
   per_case = run_in(campaign::Isolation::PerCase, options, registry);
   server = run_in(campaign::Isolation::ForkServer, options, registry);
+  persistent = run_in(campaign::Isolation::Persistent, options, registry);  // a new worker after each crash
   EXPECT_GT(per_case.crashes, 0);
   EXPECT_LT(per_case.crashes, 24);
   EXPECT_EQ(failures_of(server), failures_of(per_case));
+  EXPECT_EQ(failures_of(persistent), failures_of(per_case));
 }
 
 // A hanging case is killed at the time limit; its repro was written before the pass ran,
 // so it holds the graph and replays as the same timeout.
-TEST(ForkServer, HangIsATimeoutWithAReproWrittenBeforeTheRun) {
+class ForkServerModes : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ForkServerModes, HangIsATimeoutWithAReproWrittenBeforeTheRun) {
   std::string dir = testing::make_temp_dir();
-  auto r = run_command(cli("fuzz --pass hang --cases 3 --jobs 2 --timeout-ms 800 --test-passes --isolation fork-server --out " + dir));
+  auto r = run_command(cli("fuzz --pass hang --cases 3 --jobs 2 --timeout-ms 800 --test-passes --isolation " + GetParam() +
+                           " --out " + dir));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("3 cases run, 3 failures (0 violations, 0 crashes, 3 timeouts), 3 repro files"), std::string::npos)
       << r.output;
@@ -124,9 +133,10 @@ std::vector<pid_t> children_of_this_process() {
 
 // A worker killed while its case runs: that case is a crash with its repro, a new worker
 // takes the next case, and the campaign finishes.
-TEST(ForkServer, AWorkerKilledUnderACaseCostsThatCaseOnly) {
+TEST_P(ForkServerModes, AWorkerKilledUnderACaseCostsThatCaseOnly) {
   check::PassRegistry registry = registry_with(false, true);
   campaign::CampaignOptions options;
+  options.isolation = GetParam() == "persistent" ? campaign::Isolation::Persistent : campaign::Isolation::ForkServer;
   options.pass = "hang";
   options.registries = {"test"};
   options.cases = 2;
@@ -154,6 +164,9 @@ TEST(ForkServer, AWorkerKilledUnderACaseCostsThatCaseOnly) {
   EXPECT_EQ(report.failures[1].kind, "timeout");  // the new worker ran case 1 to its limit
   EXPECT_TRUE(children_of_this_process().empty()) << "the workers end with the campaign";
 }
+
+INSTANTIATE_TEST_SUITE_P(Isolation, ForkServerModes, ::testing::Values("fork-server", "persistent"),
+                         [](const auto& info) { return info.param == "persistent" ? "Persistent" : "ForkServer"; });
 
 // A mix of the three kinds with the real passes: every kind runs and nothing fails.
 TEST(MixedCampaign, RunsEveryKindOfCase) {
