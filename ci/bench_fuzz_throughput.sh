@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Fuzz throughput, side by side: each pipeline at --jobs 1 and 2, cases isolated one
-# process per case by the campaign (--isolation per-case, the old design and the baseline
-# column) and by the fork server (--isolation fork-server, the default). Prints a
-# markdown table of cases/s and CPU milliseconds per case (user+sys of the campaign and
-# every case process: less sensitive than cases/s to other load on the machine).
+# Fuzz throughput, side by side: each pipeline at --jobs 1 and 2 under the three
+# isolation modes: one child per case forked by the campaign (per-case, the old design and
+# the baseline column), a fresh process per case forked from a warm worker (fork-server),
+# and warm workers running the cases (persistent, the default). Prints a markdown table
+# of cases/s and CPU milliseconds per case (user+sys of the campaign and every case
+# process, startup included: less sensitive than cases/s to other load on the machine).
 #
 #   ci/bench_fuzz_throughput.sh [SECONDS]      # default 20 s per run
 #   PASSCHECK=build/framework/passcheck PIPELINES="default dce,cse" ci/bench_fuzz_throughput.sh 10
@@ -33,17 +34,18 @@ run() {
 
 echo "fuzz throughput, ${seconds} s per run, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| pipeline | jobs | per-case cases/s | per-case CPU ms/case | fork-server cases/s | fork-server CPU ms/case | speed-up |"
-echo "|---|---|---|---|---|---|---|"
+echo "| pipeline | jobs | per-case cases/s (CPU ms/case) | fork-server | persistent | persistent vs per-case |"
+echo "|---|---|---|---|---|---|"
 for pipeline in $pipelines; do
-  declare -A server_rate=()
+  declare -A persistent_rate=()
   for jobs in 1 2; do
     read -r old_rate old_cpu < <(run "$pipeline" "$jobs" per-case)
-    read -r new_rate new_cpu < <(run "$pipeline" "$jobs" fork-server)
-    server_rate[$jobs]="$new_rate"
+    read -r fork_rate fork_cpu < <(run "$pipeline" "$jobs" fork-server)
+    read -r new_rate new_cpu < <(run "$pipeline" "$jobs" persistent)
+    persistent_rate[$jobs]="$new_rate"
     speedup="$(awk -v a="$old_rate" -v b="$new_rate" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "?" }')"
-    echo "| \`$pipeline\` | $jobs | $old_rate | $old_cpu | $new_rate | $new_cpu | $speedup |"
+    echo "| \`$pipeline\` | $jobs | $old_rate ($old_cpu) | $fork_rate ($fork_cpu) | $new_rate ($new_cpu) | $speedup |"
   done
-  scaling="$(awk -v a="${server_rate[1]}" -v b="${server_rate[2]}" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "?" }')"
-  echo "| \`$pipeline\` | 2 vs 1 | | | fork-server scaling $scaling | | |"
+  scaling="$(awk -v a="${persistent_rate[1]}" -v b="${persistent_rate[2]}" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "?" }')"
+  echo "| \`$pipeline\` | 2 vs 1 | | | persistent scaling $scaling | |"
 done
