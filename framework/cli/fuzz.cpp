@@ -148,7 +148,8 @@ int run_fuzz(const FuzzArgs& args) {
     } else if (!args.python_path.empty()) {
       throw std::invalid_argument("--python-path needs --python-pass");
     }
-    if (options.pipeline.empty() && options.pass.empty() && options.chunk.empty()) {
+    const bool graph_cases = args.mix.empty() || args.mix.find("programs") != std::string::npos;
+    if (options.pipeline.empty() && options.pass.empty() && options.chunk.empty() && graph_cases) {
       options.pipeline = check::named_pipelines().at("default");
       std::cout << "no --pass or --pipeline: fuzzing the default pipeline (" << options.pipeline << ")\n";
     }

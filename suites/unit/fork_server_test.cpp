@@ -141,13 +141,20 @@ TEST_P(ForkServerModes, AWorkerKilledUnderACaseCostsThatCaseOnly) {
   options.registries = {"test"};
   options.cases = 2;
   options.jobs = 1;
-  options.timeout_ms = 2500;
+  options.timeout_ms = 4000;
   options.minimize = false;
   options.out = testing::make_temp_dir();
   bool killed = false;
   campaign::CampaignCallbacks callbacks;
   callbacks.on_progress = [&](const campaign::CampaignProgress& p) {
-    if (killed || p.done > 0) return;  // about half a second into case 0, which hangs
+    if (killed || p.done > 0) return;
+    // Case 0 hangs; once its pending repro holds the graph, the worker is killed under it.
+    bool pending_written = false;
+    for (const auto& e : fs::directory_iterator(options.out)) {
+      std::error_code gone;  // the atomic write's temporary file may vanish under us
+      if (e.path().extension() == ".repro" && fs::file_size(e.path(), gone) > 0 && !gone) pending_written = true;
+    }
+    if (!pending_written) return;
     std::vector<pid_t> workers = children_of_this_process();
     ASSERT_EQ(workers.size(), 1u);
     ::kill(workers[0], SIGKILL);
