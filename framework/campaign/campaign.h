@@ -1,5 +1,6 @@
-// Fuzz campaigns as a library: generated cases through a pipeline, each case in its own
-// fork()ed process with a time limit, a repro file for every failing case (minimized
+// Fuzz campaigns as a library: generated cases through a pipeline, each case in a
+// process apart from the campaign's (warm workers, a fork per case, or a child per case:
+// Isolation, case_processes.h) with a time limit, a repro file for every failing case (minimized
 // when asked), and the decision coverage summed over all cases. `passcheck fuzz` is a
 // thin front end over run_campaign(); tests run small campaigns through it directly.
 //
