@@ -1,7 +1,8 @@
 // The campaign loop (see campaign.h).
 //
 // Isolation design: the parent never runs a tensor operation. It only schedules cases,
-// each in a fork()ed child that generates its graph, writes the pending repro file,
+// each in a fork()ed process (case_processes.h: a grandchild of a warm fork-server
+// worker, or with --isolation per-case a child of the parent) that generates its graph, writes the pending repro file,
 // runs the property checks and reports through its exit status (cases.h: CaseExit;
 // anything else or a signal is a crash). LibTorch is set to one intra-op thread before
 // the first fork, so no pool thread can hold a lock a child inherits; children _exit()
@@ -16,6 +17,7 @@
 // those claimed files (a passing case's repro, every coverage file). Failing repros stay.
 #include "framework/campaign/campaign.h"
 
+#include "framework/campaign/case_processes.h"
 #include "framework/campaign/cases.h"
 #include "framework/campaign/repro_tools.h"
 #include "framework/check/isolation.h"
@@ -26,9 +28,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
-#include <thread>
+#include <memory>
 
 namespace passcheck::campaign {
 
@@ -89,33 +92,33 @@ void collect_coverage(const std::string& path, check::Coverage& into) {
   if (!text.empty()) into.merge(check::Coverage::parse(text));
 }
 
-struct Running {
-  pid_t pid = -1;
-  CaseSpec spec;
-  Clock::time_point start;
-};
-
 class Campaign {
  public:
   Campaign(const CampaignOptions& options, const check::PassRegistry& registry, const CampaignCallbacks& callbacks)
       : options_(options), registry_(registry), callbacks_(callbacks) {
     max_cases_ = options.cases > 0 ? options.cases : (options.seconds > 0 ? 0 : 100);
-    report_.pipeline = case_pipeline(options, 0);
-    report_.policy_varies = report_.pipeline != case_pipeline(options, 1);
+    report_.pipeline = case_pipeline(options, case_kind(options, 0), 0);
+    report_.policy_varies = report_.pipeline != case_pipeline(options, case_kind(options, 0), 1);
+    for (size_t i = 0; i < options.mix.size(); ++i)
+      report_.mix_pipelines.emplace_back(kind_name(options.mix[i]), case_pipeline(options, options.mix[i], 0));
   }
 
   CampaignReport run() {
     start_ = Clock::now();
     try {
+      processes_ = options_.isolation == Isolation::PerCase ? per_case_processes(options_, registry_)
+                                                             : fork_server_processes(options_, registry_);  // or persistent
       loop();
     } catch (...) {
-      for (const Running& r : running_) {
-        check::kill_child(r.pid);
-        ::unlink(r.spec.coverage_path.c_str());
-        if (!holds_content(r.spec.repro_path)) ::unlink(r.spec.repro_path.c_str());
+      if (processes_) {
+        for (const CaseSpec& spec : processes_->kill_all()) {
+          ::unlink(spec.coverage_path.c_str());
+          if (!holds_content(spec.repro_path)) ::unlink(spec.repro_path.c_str());
+        }
       }
       throw;
     }
+    processes_.reset();  // the fork server's workers end here
     report_.seconds = since(start_);
     progress();
     return std::move(report_);
@@ -139,43 +142,30 @@ class Campaign {
   }
 
   void start_case() {
-    Running r;
-    r.spec.index = started_++;
-    r.spec.seed = splitmix64(options_.seed * 0x100000001b3ULL + static_cast<uint64_t>(r.spec.index));
-    r.spec.pipeline = case_pipeline(options_, r.spec.seed);
-    r.spec.baseline = baseline_pipeline(options_, r.spec.seed);
-    claim_case_files(options_.out, r.spec);
-    r.start = Clock::now();
-    r.pid = check::spawn_child([&]() -> int { return run_case(r.spec, options_, registry_); });
-    if (r.pid < 0) {
-      ::unlink(r.spec.repro_path.c_str());
-      ::unlink(r.spec.coverage_path.c_str());
-      throw std::runtime_error("cannot start a case process (fork failed)");
+    CaseSpec spec;
+    spec.index = started_++;
+    spec.seed = splitmix64(options_.seed * 0x100000001b3ULL + static_cast<uint64_t>(spec.index));
+    spec.kind = case_kind(options_, spec.index);
+    spec.pipeline = case_pipeline(options_, spec.kind, spec.seed);
+    // Differential mode compares the pass under --pass; a mix's other kinds have none.
+    if (spec.kind == CaseKind::Graph || options_.mix.empty()) spec.baseline = baseline_pipeline(options_, spec.seed);
+    claim_case_files(options_.out, spec);
+    try {
+      processes_->start(spec);
+    } catch (...) {
+      ::unlink(spec.repro_path.c_str());
+      ::unlink(spec.coverage_path.c_str());
+      throw;
     }
-    running_.push_back(r);
   }
 
   void loop() {
     Clock::time_point last_progress = start_;
     while (true) {
-      while (static_cast<int>(running_.size()) < options_.jobs && !stop_starting()) start_case();
-      if (running_.empty()) break;
-      for (size_t i = 0; i < running_.size();) {
-        check::ChildOutcome o;
-        bool ended = check::poll_child(running_[i].pid, o);
-        if (!ended && options_.timeout_ms > 0 &&
-            since(running_[i].start) * 1000 > static_cast<double>(options_.timeout_ms)) {
-          check::kill_child(running_[i].pid);
-          o.kind = check::ChildOutcome::Kind::TimedOut;
-          ended = true;
-        }
-        if (!ended) {
-          ++i;
-          continue;
-        }
-        Running r = running_[i];
-        running_.erase(running_.begin() + static_cast<long>(i));
-        finish(r, o);
+      while (processes_->can_start() && !stop_starting()) start_case();
+      if (processes_->running() == 0) break;
+      for (const EndedCase& e : processes_->wait(500)) {
+        finish(e.spec, e.outcome);
         progress();
         last_progress = Clock::now();
       }
@@ -183,18 +173,19 @@ class Campaign {
         progress();
         last_progress = Clock::now();
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 
   // A finished case: remove its (own) pending repro, or complete and minimize it.
-  void finish(const Running& r, const check::ChildOutcome& o) {
+  void finish(const CaseSpec& spec, const check::ChildOutcome& o) {
     ++report_.cases_run;
-    collect_coverage(r.spec.coverage_path, report_.coverage);
-    const std::string& path = r.spec.repro_path;
+    ++report_.cases_by_kind[kind_name(spec.kind)];
+    collect_coverage(spec.coverage_path, report_.coverage);
+    const std::string& path = spec.repro_path;
     CaseFailure failure;
-    failure.index = r.spec.index;
-    failure.seed = r.spec.seed;
+    failure.index = spec.index;
+    failure.seed = spec.seed;
+    failure.kind_of_case = kind_name(spec.kind);
     if (o.kind == check::ChildOutcome::Kind::Exited && (o.exit_code == kCasePassed || o.exit_code == kCaseBaselineFailsToo)) {
       report_.baseline_failures += o.exit_code == kCaseBaselineFailsToo;
       ::unlink(path.c_str());  // created by this run for this case
@@ -223,7 +214,8 @@ class Campaign {
     failure.repro = have_repro ? path : "";
     report_.repro_files += have_repro;
     failure.found_at_s = since(start_);
-    if (have_repro && options_.minimize && failure.kind != "timeout" && options_.chunk.empty()) minimize(failure);
+    // Graph cases only: a chunk case is a program and a sim-mesh case runs on a mesh.
+    if (have_repro && options_.minimize && failure.kind != "timeout" && spec.kind == CaseKind::Graph) minimize(failure);
     report_.failures.push_back(failure);
     if (callbacks_.on_failure) callbacks_.on_failure(failure);
   }
@@ -254,15 +246,41 @@ class Campaign {
   int64_t max_cases_ = 0;
   int64_t started_ = 0;
   Clock::time_point start_;
-  std::vector<Running> running_;
+  std::unique_ptr<CaseProcesses> processes_;
   CampaignReport report_;
 };
 
 }  // namespace
 
+namespace {
+
+// The options of a mixed campaign (--mix): its kinds' passes exist and fit their kind.
+void validate_mix(const CampaignOptions& options, const check::PassRegistry& registry) {
+  if (!options.chunk.empty())
+    throw std::invalid_argument("--chunk and --mix: a mixed campaign's chunk cases come from the mix (--mix ...,chunk; "
+                                "--chunk-pass names their pass)");
+  if (!have_program_generators()) throw std::invalid_argument("--mix needs the generators, which this build does not have");
+  for (CaseKind kind : options.mix) {
+    if (kind == CaseKind::SimMesh) {
+      if (!registry.contains(options.sim_mesh_pass))
+        throw std::invalid_argument("--sim-mesh-pass " + options.sim_mesh_pass + ": no such pass (see `passcheck passes`)");
+      if (options.sim_mesh_pass.rfind("fuse-chained-allgathers", 0) != 0 &&
+          options.sim_mesh_pass.rfind("mutant-fuse-chained-allgathers", 0) != 0)
+        throw std::invalid_argument("--sim-mesh-pass " + options.sim_mesh_pass +
+                                    ": sim-mesh cases are chained all_gathers; the pass must be fuse-chained-allgathers "
+                                    "or one of its mutants");
+    }
+    if (kind == CaseKind::Chunk) chunk_passes_of(case_pipeline(options, kind, 0), registry);
+  }
+}
+
+}  // namespace
+
 void validate(const CampaignOptions& options, const check::PassRegistry& registry) {
   if (!options.pipeline.empty() && !options.pass.empty()) throw std::invalid_argument("give at most one of --pipeline and --pass");
-  if (options.pipeline.empty() && options.pass.empty() && options.chunk.empty())
+  const bool has_graph_cases =
+      options.mix.empty() || std::find(options.mix.begin(), options.mix.end(), CaseKind::Graph) != options.mix.end();
+  if (options.pipeline.empty() && options.pass.empty() && options.chunk.empty() && has_graph_cases)
     throw std::invalid_argument("give one of --pipeline and --pass");
   if (!options.baseline_pass.empty() && options.pass.empty()) throw std::invalid_argument("--baseline-pass needs --pass");
   if (options.cases < 0) throw std::invalid_argument("--cases must be at least 1, got " + std::to_string(options.cases));
@@ -274,8 +292,9 @@ void validate(const CampaignOptions& options, const check::PassRegistry& registr
   if (options.max_failures < 0) throw std::invalid_argument("--max-failures must not be negative");
   if (options.minimize_seconds < 0) throw std::invalid_argument("--minimize-seconds must not be negative");
   if (options.out.empty()) throw std::invalid_argument("--out must name a directory");
+  if (!options.mix.empty()) validate_mix(options, registry);
   // Unknown pass names and bad options fail here, before any case runs.
-  check::parse_pipeline(case_pipeline(options, 0), registry);
+  if (has_graph_cases) check::parse_pipeline(case_pipeline(options, CaseKind::Graph, 0), registry);
   if (!options.baseline_pass.empty()) {
     if (!registry.contains(options.baseline_pass))
       throw std::invalid_argument("--baseline-pass " + options.baseline_pass + ": no such pass (see `passcheck passes`)");

@@ -1,5 +1,6 @@
-// Fuzz campaigns as a library: generated cases through a pipeline, each case in its own
-// fork()ed process with a time limit, a repro file for every failing case (minimized
+// Fuzz campaigns as a library: generated cases through a pipeline, each case in a
+// process apart from the campaign's (warm workers, a fork per case, or a child per case:
+// Isolation, case_processes.h) with a time limit, a repro file for every failing case (minimized
 // when asked), and the decision coverage summed over all cases. `passcheck fuzz` is a
 // thin front end over run_campaign(); tests run small campaigns through it directly.
 //
@@ -14,13 +15,26 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace passcheck::campaign {
 
 /// Where a campaign draws its case graphs from.
 enum class CaseSource { Programs, Models, Situations };
+
+/// The kinds of case a campaign runs: graphs (from the CaseSource) through the pipeline,
+/// per-rank graphs of chained all_gathers run on every rank of a sim mesh, and chunkable
+/// programs in chunk mode "batch". A mixed campaign (`--mix`) alternates between kinds.
+enum class CaseKind { Graph = 0, SimMesh = 1, Chunk = 2 };
+
+/// How each case is isolated (`--isolation`): warm workers that run cases themselves, a
+/// crash or timeout costing the worker, which is replaced (persistent, the default); a
+/// warm fork server whose workers fork a process per case; or one child per case forked
+/// by the campaign itself (per-case, the original design).
+enum class Isolation { ForkServer, Persistent, PerCase };
 
 /// The most cases a campaign runs at once (`--jobs`): each is a process holding a graph
 /// and LibTorch, so more than this only thrashes the machine.
@@ -57,7 +71,22 @@ struct CampaignOptions {
   /// The extra pass sets the registry holds ("mutants", "test", "python"), recorded in every repro
   /// so a replay builds the same registry.
   std::vector<std::string> registries;
+  Isolation isolation = Isolation::Persistent;
+  /// The kinds a mixed campaign cycles through, case i taking mix[i % size]; empty: one
+  /// kind, Chunk when `chunk` is set and Graph otherwise.
+  std::vector<CaseKind> mix;
+  /// In a mix: the pass sim-mesh cases run (fuse-chained-allgathers or a mutant of it).
+  std::string sim_mesh_pass = "fuse-chained-allgathers";
+  /// In a mix: the chunk or concretize pass chunk cases run ("": chunk,concretize).
+  std::string chunk_pass;
 };
+
+/// The name of a case kind as `--mix` spells it: programs, sim-mesh, chunk.
+std::string kind_name(CaseKind kind);
+/// Parses a `--mix` list ("programs,sim-mesh,chunk"); std::invalid_argument names a bad entry.
+std::vector<CaseKind> parse_mix(const std::string& text);
+/// The kind of case `index` of a campaign under `options`.
+CaseKind case_kind(const CampaignOptions& options, int64_t index);
 
 /// Where a running campaign stands (the progress callback's argument).
 struct CampaignProgress {
@@ -72,6 +101,7 @@ struct CaseFailure {
   int64_t index = 0;
   uint64_t seed = 0;
   std::string kind;    ///< violation, crash, timeout
+  std::string kind_of_case = "programs";  ///< kind_name() of the case
   std::string detail;  ///< "property violated", "killed by signal 11 (SIGSEGV)", ...
   std::string repro;   ///< the repro file, "" when the case failed before writing its graph
   bool minimized = false;       ///< a minimizer ran and finished
@@ -83,6 +113,10 @@ struct CaseFailure {
 
 struct CampaignReport {
   std::string pipeline;          ///< the pipeline of case 0
+  /// A mixed campaign: each kind's name and the pipeline of its first case, in mix order.
+  std::vector<std::pair<std::string, std::string>> mix_pipelines;
+  /// Cases run per kind, by kind_name().
+  std::map<std::string, int64_t> cases_by_kind;
   bool policy_varies = false;    ///< the sac-tag policy varies with the case seed
   int64_t cases_run = 0;
   int64_t violations = 0, crashes = 0, timeouts = 0;
@@ -104,6 +138,9 @@ struct CampaignCallbacks {
 /// The pipeline the case with `case_seed` runs under `options` (the AC passes vary the
 /// sac-tag policy with the seed, so one campaign covers every policy).
 std::string case_pipeline(const CampaignOptions& options, uint64_t case_seed);
+/// The pipeline a case of `kind` with `case_seed` runs (a sim-mesh case adds the options
+/// its generated chain needs when it runs).
+std::string case_pipeline(const CampaignOptions& options, CaseKind kind, uint64_t case_seed);
 
 /// Checks the options against `registry` before anything runs (unknown pass or
 /// baseline pass, conflicting sources, chunk mode limits, counts out of range); throws

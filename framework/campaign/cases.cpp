@@ -7,9 +7,11 @@
 #include "framework/check/repro.h"
 #include "framework/io/files.h"
 #include "framework/ir/graph.h"
+#include "framework/ir/text.h"
 #include "oracles/models/subject.h"
 #include "oracles/training_driver.h"
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
+#include "generators/chained_allgathers.h"
 #include "generators/cleanup_situations.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
@@ -63,7 +65,7 @@ struct CoverageOnReturn {
   check::Coverage coverage;
   ~CoverageOnReturn() {
     try {
-      io::write_file(path, coverage.serialize(), "case coverage file");
+      io::write_file(path, coverage.serialize(), "case coverage file", /*sync=*/false);
     } catch (const std::exception&) {
       // The table then misses one case; the verdict does not depend on it.
     }
@@ -89,7 +91,9 @@ int run_chunk_case(const CaseSpec& spec, const CampaignOptions& options, const c
     auto subject = gen::make_program_subject(gen::decode_spec(cc.program), so);
     repro.original = oracles::trace_subject(*subject, subject->batch(0), false).graph().print();
   }
-  check::write_repro(spec.repro_path, repro);  // on disk before the passes run
+  // In the file system before the passes run (no fsync: the case process crashing
+  // cannot lose it, and a campaign does not outlive a power cut).
+  check::write_repro(spec.repro_path, repro, /*sync=*/false);
   auto [chunk_pass, concretize_pass] = chunk_passes_of(spec.pipeline, registry);
   gen::ChunkCaseResult result = gen::run_chunk_case(cc, counting, chunk_pass, concretize_pass);
   if (result.violations.empty()) return kCasePassed;
@@ -103,6 +107,27 @@ int run_chunk_case(const CaseSpec& spec, const CampaignOptions& options, const c
   check::write_repro(spec.repro_path, repro);
   return kCaseViolated;
 }
+
+// A per-rank graph of chained all_gathers through the pass, then run on every rank of
+// its sim mesh (threads of this process) against the original.
+int run_sim_mesh_case(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& counting) {
+  gen::ChainedGatherCase c = gen::generate_chained_allgathers(spec.seed);
+  check::Repro repro;
+  repro.pipeline = spec.pipeline + c.options;
+  repro.registries = options.registries;
+  repro.seed = spec.seed;
+  repro.sim_mesh = c.mesh;
+  repro.case_description = "generate_chained_allgathers(" + std::to_string(spec.seed) + "): " + c.description;
+  repro.original = c.graph_text;
+  check::write_repro(spec.repro_path, repro, /*sync=*/false);  // in place before the pass runs
+  std::vector<std::string> violations = gen::chained_allgathers_violations(c, spec.pipeline, counting);
+  if (violations.empty()) return kCasePassed;
+  repro.status = "failed";
+  repro.property = "sim-mesh-properties";
+  repro.messages = violations;
+  check::write_repro(spec.repro_path, repro);
+  return kCaseViolated;
+}
 #endif
 
 }  // namespace
@@ -113,6 +138,59 @@ bool have_program_generators() {
 #else
   return false;
 #endif
+}
+
+std::string kind_name(CaseKind kind) {
+  switch (kind) {
+    case CaseKind::Graph:
+      return "programs";
+    case CaseKind::SimMesh:
+      return "sim-mesh";
+    case CaseKind::Chunk:
+      return "chunk";
+  }
+  return "?";
+}
+
+std::vector<CaseKind> parse_mix(const std::string& text) {
+  std::vector<CaseKind> kinds;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item == "programs") kinds.push_back(CaseKind::Graph);
+    else if (item == "sim-mesh") kinds.push_back(CaseKind::SimMesh);
+    else if (item == "chunk") kinds.push_back(CaseKind::Chunk);
+    else
+      throw std::invalid_argument("--mix: unknown case kind '" + item + "' (known: programs, sim-mesh, chunk)");
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return kinds;
+}
+
+CaseKind case_kind(const CampaignOptions& options, int64_t index) {
+  if (options.mix.empty()) return options.chunk.empty() ? CaseKind::Graph : CaseKind::Chunk;
+  return options.mix[static_cast<size_t>(index) % options.mix.size()];
+}
+
+std::string case_pipeline(const CampaignOptions& options, CaseKind kind, uint64_t case_seed) {
+  if (options.mix.empty()) return case_pipeline(options, case_seed);
+  CampaignOptions one = options;
+  one.mix.clear();
+  switch (kind) {
+    case CaseKind::Graph:
+      one.chunk.clear();
+      break;
+    case CaseKind::SimMesh:
+      return options.sim_mesh_pass;
+    case CaseKind::Chunk:
+      one.chunk = "batch";
+      one.pipeline.clear();
+      one.pass = options.chunk_pass;
+      break;
+  }
+  return case_pipeline(one, case_seed);
 }
 
 std::string case_pipeline(const CampaignOptions& options, uint64_t case_seed) {
@@ -144,7 +222,12 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   CoverageOnReturn coverage{spec.coverage_path, {}};
   check::PassRegistry counting = check::counting_registry(registry, &coverage.coverage);
 #ifdef PASSCHECK_HAVE_PROGRAM_GEN
-  if (!options.chunk.empty()) return run_chunk_case(spec, options, registry, counting);
+  if (spec.kind == CaseKind::Chunk) {
+    CampaignOptions chunk = options;
+    if (chunk.chunk.empty()) chunk.chunk = "batch";  // a mixed campaign's chunk case
+    return run_chunk_case(spec, chunk, registry, counting);
+  }
+  if (spec.kind == CaseKind::SimMesh) return run_sim_mesh_case(spec, options, counting);
 #endif
   CaseGraph c = make_case(spec.seed, spec.index, options.source);
   check::Repro repro;
@@ -154,7 +237,7 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   repro.int_high = c.int_high;
   repro.case_description = c.description;
   repro.original = c.graph->print();
-  check::write_repro(spec.repro_path, repro);  // on disk before the pass runs
+  check::write_repro(spec.repro_path, repro, /*sync=*/false);  // in place before the pass runs (see above)
   check::PassPropertyReport report = check::check_case(*c.graph, spec.pipeline, c.input_seed, c.int_high, counting);
   if (report.violations.empty()) return kCasePassed;
   // Differential mode: a failure counts only when the baseline pass survives the case.
@@ -166,6 +249,26 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   repro.messages = report.violations;
   check::write_repro(spec.repro_path, repro);
   return kCaseViolated;
+}
+
+std::vector<std::string> replay_sim_mesh_case(const check::Repro& repro, const check::PassRegistry& registry) {
+#ifdef PASSCHECK_HAVE_PROGRAM_GEN
+  std::unique_ptr<ir::Graph> graph = ir::parse_graph(repro.graph_text(), "<repro graph>");
+  gen::ChainedGatherCase c;
+  c.mesh = repro.sim_mesh;
+  c.graph_text = repro.graph_text();
+  for (const ir::Value* input : graph->inputs()) {
+    if (!input->meta()) throw std::invalid_argument("a sim-mesh repro's graph input has no tensor type");
+    c.input_sizes = input->meta()->sizes;
+    break;
+  }
+  c.description = repro.case_description;
+  return gen::chained_allgathers_violations(c, repro.pipeline, registry);  // options are in the pipeline
+#else
+  (void)repro;
+  (void)registry;
+  throw std::invalid_argument("a sim-mesh case needs the generators, which this build does not have");
+#endif
 }
 
 }  // namespace passcheck::campaign

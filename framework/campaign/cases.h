@@ -12,9 +12,13 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace passcheck::ir {
 class Graph;
+}
+namespace passcheck::check {
+struct Repro;
 }
 
 namespace passcheck::campaign {
@@ -33,6 +37,7 @@ enum CaseExit : int { kCasePassed = 0, kCaseViolated = 1, kCaseBaselineFailsToo 
 struct CaseSpec {
   int64_t index = 0;
   uint64_t seed = 0;
+  CaseKind kind = CaseKind::Graph;
   std::string pipeline;
   std::string baseline;       ///< "" unless differential mode
   std::string repro_path;     ///< claimed by the parent; the pending repro goes here
@@ -42,5 +47,10 @@ struct CaseSpec {
 /// The body of a case process: writes the pending repro before any pass runs, runs the
 /// checks, completes the repro on a violation. Returns a CaseExit.
 int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry);
+
+/// Replays a sim-mesh repro (check::Repro::is_sim_mesh_case): the graph through the repro's
+/// pipeline, its claims proved, and the result against the original bit for bit on every
+/// rank of the mesh. Returns the violations (empty: it passes).
+std::vector<std::string> replay_sim_mesh_case(const check::Repro& repro, const check::PassRegistry& registry);
 
 }  // namespace passcheck::campaign

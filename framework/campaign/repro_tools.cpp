@@ -128,6 +128,8 @@ MinimizeOutcome minimize_repro(const std::string& in, const std::string& out, co
   check::Repro r = check::read_repro(in);
   if (r.is_chunk_case())
     throw std::invalid_argument(in + ": a chunk case is a program, not a graph; it cannot be minimized");
+  if (r.is_sim_mesh_case())
+    throw std::invalid_argument(in + ": a sim-mesh case runs on every rank of its mesh; it cannot be minimized");
   if (r.status != "failed" && r.status != "crash")
     throw std::invalid_argument(in + ": status is '" + r.status + "'; only failed and crash repros can be minimized");
   if (io::kind_of(out) == io::PathKind::Directory)

@@ -45,6 +45,8 @@ PassPropertyReport check_case(const ir::Graph& graph, const std::string& pipelin
 PassPropertyReport replay(const Repro& repro, const PassRegistry& registry) {
   if (repro.is_chunk_case())
     throw std::invalid_argument("a chunk case replays through the program generator: passcheck repro FILE");
+  if (repro.is_sim_mesh_case())
+    throw std::invalid_argument("a sim-mesh case replays on every rank of its mesh: passcheck repro FILE");
   std::unique_ptr<ir::Graph> graph = ir::parse_graph(repro.graph_text(), "<repro graph>");
   return check_case(*graph, repro.pipeline, repro.seed, repro.int_high, registry);
 }

@@ -48,6 +48,12 @@ struct Repro {
   std::string chunk;
   std::string program;
   bool is_chunk_case() const { return !chunk.empty(); }
+  /// Sim-mesh cases (passcheck fuzz --mix ...,sim-mesh): the mesh ("a=2,b=3") every rank
+  /// of which runs the graph, in threads of one process; the pipeline carries the pass's
+  /// options. Replayed by `passcheck repro` through campaign::replay_sim_mesh_case; empty
+  /// for other cases.
+  std::string sim_mesh;
+  bool is_sim_mesh_case() const { return !sim_mesh.empty(); }
   std::string original;         ///< graph text as generated
   std::string minimized;        ///< graph text after shrinking ("" when not minimized)
   /// The graph a replay runs: the minimized one when present.
@@ -62,7 +68,10 @@ struct Repro {
 /// The repro file text; `path` goes into the replay command line.
 std::string format_repro(const Repro& repro, const std::string& path);
 /// Writes atomically (temporary file + rename), so a crash never leaves half a file.
-void write_repro(const std::string& path, const Repro& repro);
+/// `sync` false skips the fsync: the file is complete for any process that reads it
+/// later (a crash of the writer cannot lose it), only not yet safe from a power cut,
+/// which is all a campaign's pending repro needs.
+void write_repro(const std::string& path, const Repro& repro, bool sync = true);
 /// Parses repro text; throws ReproError naming the line (graph errors included).
 Repro parse_repro(const std::string& text, const std::string& path = "<repro>");
 /// Reads and parses a repro file; throws ReproError (line 0 when it cannot be opened).

@@ -61,6 +61,7 @@ std::string format_repro(const Repro& r, const std::string& path) {
   os << "#! int-high: " << r.int_high << "\n";
   if (!r.chunk.empty()) os << "#! chunk: " << one_line(r.chunk) << "\n";
   if (!r.program.empty()) os << "#! program: " << one_line(r.program) << "\n";
+  if (!r.sim_mesh.empty()) os << "#! sim-mesh: " << one_line(r.sim_mesh) << "\n";
   if (!r.case_description.empty()) os << "#! case: " << one_line(r.case_description) << "\n";
   if (!r.property.empty()) os << "#! property: " << r.property << "\n";
   for (const auto& m : r.messages) os << "#! message: " << one_line(m) << "\n";
@@ -75,8 +76,8 @@ std::string format_repro(const Repro& r, const std::string& path) {
   return os.str();
 }
 
-void write_repro(const std::string& path, const Repro& repro) {
-  io::write_file_atomically(path, format_repro(repro, path), "repro file");
+void write_repro(const std::string& path, const Repro& repro, bool sync) {
+  io::write_file_atomically(path, format_repro(repro, path), "repro file", sync);
 }
 
 Repro parse_repro(const std::string& text, const std::string& path) {
@@ -168,6 +169,9 @@ Repro parse_repro(const std::string& text, const std::string& path) {
     } else if (key == "program") {
       if (value.empty()) throw ReproError(path, lineno, "empty program");
       r.program = value;
+    } else if (key == "sim-mesh") {
+      if (value.empty()) throw ReproError(path, lineno, "empty sim mesh");
+      r.sim_mesh = value;
     } else if (key == "case") {
       r.case_description = value;
     } else if (key == "property") {

@@ -268,6 +268,15 @@ struct FuzzArgs {
   /// directory it is imported from.
   std::string python_pass;
   std::string python_path;
+  /// Case isolation: "persistent" (warm workers run the cases, replaced after a crash or
+  /// timeout), "fork-server" (warm workers fork a process per case) or "per-case" (one
+  /// child per case from the campaign process).
+  std::string isolation = "persistent";
+  /// A mixed campaign: the kinds of case to cycle through ("programs,sim-mesh,chunk").
+  std::string mix;
+  /// In a mix: the pass of the sim-mesh cases, and the chunk or concretize pass of the chunk cases.
+  std::string sim_mesh_pass = "fuse-chained-allgathers";
+  std::string chunk_pass;
 };
 int run_fuzz(const FuzzArgs& args);
 

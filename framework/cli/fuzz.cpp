@@ -11,6 +11,7 @@
 #include "framework/check/isolation.h"
 #include "framework/check/pipeline.h"
 #include "framework/check/repro.h"
+#include "framework/dist/mesh.h"
 #include "framework/cli/python_pass.h"
 #include "framework/cli/report_commands.h"
 #include "framework/io/files.h"
@@ -147,7 +148,8 @@ int run_fuzz(const FuzzArgs& args) {
     } else if (!args.python_path.empty()) {
       throw std::invalid_argument("--python-path needs --python-pass");
     }
-    if (options.pipeline.empty() && options.pass.empty() && options.chunk.empty()) {
+    const bool graph_cases = args.mix.empty() || args.mix.find("programs") != std::string::npos;
+    if (options.pipeline.empty() && options.pass.empty() && options.chunk.empty() && graph_cases) {
       options.pipeline = check::named_pipelines().at("default");
       std::cout << "no --pass or --pipeline: fuzzing the default pipeline (" << options.pipeline << ")\n";
     }
@@ -166,6 +168,16 @@ int run_fuzz(const FuzzArgs& args) {
     options.minimize_seconds = args.minimize_seconds;
     options.baseline_pass = args.baseline_pass;
     options.registries = sets;
+    if (args.isolation != "fork-server" && args.isolation != "per-case" && args.isolation != "persistent")
+      throw std::invalid_argument("--isolation " + args.isolation + ": expected fork-server, persistent or per-case");
+    options.isolation = args.isolation == "per-case"     ? campaign::Isolation::PerCase
+                        : args.isolation == "persistent" ? campaign::Isolation::Persistent
+                                                         : campaign::Isolation::ForkServer;
+    if (!args.mix.empty()) options.mix = campaign::parse_mix(args.mix);
+    if (args.mix.empty() && (args.sim_mesh_pass != "fuse-chained-allgathers" || !args.chunk_pass.empty()))
+      throw std::invalid_argument("--sim-mesh-pass and --chunk-pass name the passes of a mixed campaign's cases; they need --mix");
+    options.sim_mesh_pass = args.sim_mesh_pass;
+    options.chunk_pass = args.chunk_pass;
     check::PassRegistry registry = make_registry(options.registries);
     std::optional<PythonServer> python_server;  // one Python start for the whole campaign
     if (!args.python_pass.empty()) {
@@ -183,7 +195,8 @@ int run_fuzz(const FuzzArgs& args) {
     };
     callbacks.on_failure = [&](const campaign::CaseFailure& f) {
       line.clear();
-      std::cerr << "case " << f.index << " (seed " << f.seed << "): " << f.kind << " (" << f.detail << "): "
+      std::cerr << "case " << f.index << " (seed " << f.seed << (args.mix.empty() ? "" : ", " + f.kind_of_case)
+                << "): " << f.kind << " (" << f.detail << "): "
                 << (f.repro.empty() ? std::string("no repro: the case failed before writing its graph") : f.repro) << "\n";
       if (f.nodes_before > 0)
         std::cerr << "  minimized: " << f.nodes_before << " -> " << f.nodes_after << " nodes"
@@ -204,13 +217,20 @@ int run_fuzz(const FuzzArgs& args) {
                   static_cast<long long>(report.timeouts), static_cast<long long>(report.repro_files),
                   total > 0 ? report.cases_run / total : 0.0, total);
     std::cout << "pipeline: " << report.pipeline
-              << (report.policy_varies ? " (sac-tag policy varies with the case seed)" : "") << "\n"
-              << summary;
+              << (report.policy_varies ? " (sac-tag policy varies with the case seed)" : "") << "\n";
+    for (const auto& [kind, pipeline] : report.mix_pipelines) {
+      auto n = report.cases_by_kind.find(kind);
+      std::cout << "  " << kind << " cases: " << (n == report.cases_by_kind.end() ? 0 : n->second) << ", pipeline "
+                << pipeline << "\n";
+    }
+    std::cout << summary;
     if (!args.baseline_pass.empty())
       std::cout << report.baseline_failures << " cases not counted: " << args.baseline_pass << " fails them too\n";
     // Decision coverage of the passes the campaign ran (those that declare any).
     std::set<std::string> ran = report.coverage.passes();
     for (const check::PassInvocation& inv : check::parse_pipeline(report.pipeline, registry)) ran.insert(inv.name);
+    for (const auto& [kind, pipeline] : report.mix_pipelines)
+      for (const check::PassInvocation& inv : check::parse_pipeline(pipeline, registry)) ran.insert(inv.name);
     std::string table = report.coverage.table(registry, ran);
     if (!table.empty()) std::cout << "decision coverage (rules fired, guards refused, over all cases):\n" << table;
     if (!report.failures.empty()) {
@@ -218,8 +238,10 @@ int run_fuzz(const FuzzArgs& args) {
       std::cout << "first failure at case " << first.index << " (" << first.index + 1 << " cases run to find it), "
                 << format("%.1f s", first.found_at_s) << "; repro "
                 << (first.repro.empty() ? std::string("none") : first.repro);
-      if (!args.chunk.empty())
+      if (first.kind_of_case == "chunk")
         std::cout << " (chunk case: a program, not minimized)\n";
+      else if (first.kind_of_case == "sim-mesh")
+        std::cout << " (sim-mesh case: run on every rank, not minimized)\n";
       else if (first.nodes_before > 0)
         std::cout << "; minimized " << first.nodes_before << " -> " << first.nodes_after << " nodes\n";
       else
@@ -272,6 +294,23 @@ int run_repro(const ReproArgs& args) {
 #else
       throw std::invalid_argument("a chunk case needs the program generator, which this build does not have");
 #endif
+    }
+    if (r.is_sim_mesh_case()) {
+      check::prepare_for_fork();
+      dist::DeviceMesh::parse(r.sim_mesh);  // a malformed mesh: exit 2 here
+      std::cout << "passcheck repro " << args.file << ": sim-mesh case on " << r.sim_mesh << ", pipeline " << r.pipeline
+                << (r.version != PASSCHECK_VERSION ? ", written by passcheck " + r.version : "") << "\n"
+                << std::flush;
+      check::ChildOutcome o = check::run_in_child(
+          [&] {
+            std::vector<std::string> violations = campaign::replay_sim_mesh_case(r, registry);
+            for (const auto& v : violations) std::cout << "violation: " << v << "\n";
+            std::cout << (violations.empty() ? "verdict: PASSES\n" : "verdict: FAILS\n") << std::flush;
+            return violations.empty() ? 0 : 1;
+          },
+          timeout_ms);
+      if (o.kind == check::ChildOutcome::Kind::Exited && (o.exit_code == 0 || o.exit_code == 1)) return o.exit_code;
+      return abnormal(o);
     }
     check::prepare_for_fork();
     campaign::check_repro_graph(r, args.file);  // a broken graph is bad input: exit 2
@@ -432,6 +471,21 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds, "Time limit of each minimization (>= 0)")
       ->check(non_negative)
       ->capture_default_str();
+  fuzz_cmd->add_option("--isolation", fuzz.isolation,
+                       "fork-server: warm workers (one per job) fork a process per case; persistent: warm workers "
+                       "run the cases themselves, a crashing or hanging case costing its worker, which is replaced; "
+                       "per-case: the campaign forks each case itself (slowest)")
+      ->check(CLI::IsMember({"fork-server", "persistent", "per-case"}))
+      ->capture_default_str();
+  fuzz_cmd->add_option("--mix", fuzz.mix,
+                       "Cycle through kinds of case: programs (--pipeline/--pass), sim-mesh (chained all_gathers run "
+                       "on every rank of a sim mesh), chunk (chunkable programs, chunk mode batch); e.g. "
+                       "programs,sim-mesh,chunk");
+  fuzz_cmd->add_option("--sim-mesh-pass", fuzz.sim_mesh_pass,
+                       "With --mix: the pass of the sim-mesh cases (fuse-chained-allgathers or a mutant of it)")
+      ->capture_default_str();
+  fuzz_cmd->add_option("--chunk-pass", fuzz.chunk_pass,
+                       "With --mix: the chunk or concretize pass of the chunk cases (default chunk,concretize)");
   fuzz_cmd->add_option("--report", fuzz.report, "Also write an HTML report of the campaign here (docs/reports.md)");
 
   ReproArgs& repro = c->repro;

@@ -37,9 +37,9 @@ void write_all(int fd, const std::string& content, const std::string& what, cons
 
 // Regular files are flushed to the device so a full disk or quota shows up here rather
 // than after the success message; other targets (terminals, pipes) cannot be synced.
-void sync_and_close(int fd, const std::string& what, const std::string& path) {
+void sync_and_close(int fd, const std::string& what, const std::string& path, bool sync = true) {
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd) != 0 && errno != EINVAL) {
+  if (sync && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd) != 0 && errno != EINVAL) {
     int error = errno;
     ::close(fd);
     fail(what, path, "write", error);
@@ -88,15 +88,15 @@ std::string read_file(const std::string& path, const std::string& what, size_t m
   return content;
 }
 
-void write_file(const std::string& path, const std::string& content, const std::string& what) {
+void write_file(const std::string& path, const std::string& content, const std::string& what, bool sync) {
   if (kind_of(path) == PathKind::Directory) throw FileError("cannot write " + what + " '" + path + "': it is a directory");
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(what, path, "write", errno);
   write_all(fd, content, what, path);
-  sync_and_close(fd, what, path);
+  sync_and_close(fd, what, path, sync);
 }
 
-void write_file_atomically(const std::string& path, const std::string& content, const std::string& what) {
+void write_file_atomically(const std::string& path, const std::string& content, const std::string& what, bool sync) {
   PathKind kind = kind_of(path);
   if (kind == PathKind::Directory) throw FileError("cannot write " + what + " '" + path + "': it is a directory");
   if (kind == PathKind::Other)
@@ -110,7 +110,7 @@ void write_file_atomically(const std::string& path, const std::string& content, 
   try {
     ::fchmod(fd, 0644);
     write_all(fd, content, what, path);
-    sync_and_close(fd, what, path);
+    sync_and_close(fd, what, path, sync);
   } catch (...) {
     ::unlink(tmp.c_str());
     throw;

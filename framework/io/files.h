@@ -22,14 +22,16 @@ std::string read_file(const std::string& path, const std::string& what, size_t m
 
 /// Writes `content` to `path` in place (creating or truncating it) and checks every
 /// step, closing included (a full disk is reported, not lost). For stdout-like
-/// targets (/dev/stdout, a pipe) as well as regular files.
-void write_file(const std::string& path, const std::string& content, const std::string& what);
+/// targets (/dev/stdout, a pipe) as well as regular files. `sync` false skips the fsync
+/// of a regular file (for scratch files no power cut must survive).
+void write_file(const std::string& path, const std::string& content, const std::string& what, bool sync = true);
 
 /// Writes `content` to `path` atomically: a temporary file next to it, then a rename,
 /// so a crash never leaves half a file. Refuses (FileError) when `path` exists and is
 /// not a regular file (a device node, a directory), and removes the temporary file on
-/// every failure.
-void write_file_atomically(const std::string& path, const std::string& content, const std::string& what);
+/// every failure. `sync` false skips the fsync (see write_file).
+void write_file_atomically(const std::string& path, const std::string& content, const std::string& what,
+                           bool sync = true);
 
 /// Creates `path` as an empty regular file only when nothing exists there (O_EXCL), so
 /// a caller never takes over a file someone else wrote. Returns false when `path`

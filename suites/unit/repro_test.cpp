@@ -56,6 +56,7 @@ TEST(ReproFile, RoundTripsEveryField) {
   check::Repro r = sample_repro();
   r.minimized = r.original;
   r.timeout_ms = 1500;
+  r.sim_mesh = "dp=2,tp=2";
   std::string text = check::format_repro(r, "case.repro");
   EXPECT_NE(text.find("#! replay: passcheck repro case.repro"), std::string::npos) << text;
   check::Repro back = check::parse_repro(text, "case.repro");
@@ -68,6 +69,8 @@ TEST(ReproFile, RoundTripsEveryField) {
   EXPECT_EQ(back.property, r.property);
   EXPECT_EQ(back.messages, r.messages);
   EXPECT_EQ(back.timeout_ms, r.timeout_ms);
+  EXPECT_EQ(back.sim_mesh, r.sim_mesh);
+  EXPECT_TRUE(back.is_sim_mesh_case());
   EXPECT_EQ(back.original, r.original);
   EXPECT_EQ(back.minimized, r.minimized);
   EXPECT_EQ(check::format_repro(back, "case.repro"), text);
