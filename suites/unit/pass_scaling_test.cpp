@@ -1,0 +1,89 @@
+// `passcheck bench --passes` (framework/cli/pass_scaling.h) without timing anything: the
+// exponent fit on exact power laws, graph families of the requested size that verify,
+// and the command listing every registered pass and refusing bad options.
+#include "framework/check/pass.h"
+#include "framework/check/verifier.h"
+#include "framework/cli/pass_scaling.h"
+#include "suites/support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace passcheck {
+namespace {
+
+using cli::scaling::fit_exponent;
+
+TEST(PassScaling, FitsTheExponentOfExactPowerLaws) {
+  const std::vector<double> sizes = {1e3, 1e4, 1e5, 1e6};
+  std::vector<double> linear, quadratic, n_log_n;
+  for (double n : sizes) {
+    linear.push_back(3e-7 * n);
+    quadratic.push_back(2e-9 * n * n);
+    n_log_n.push_back(1e-8 * n * std::log(n));
+  }
+  EXPECT_NEAR(fit_exponent(sizes, linear), 1.0, 1e-9);
+  EXPECT_NEAR(fit_exponent(sizes, quadratic), 2.0, 1e-9);
+  const double e = fit_exponent(sizes, n_log_n);
+  EXPECT_GT(e, 1.0);
+  EXPECT_LT(e, 1.15);  // n log n reads as near-linear over these sizes
+  EXPECT_THROW(fit_exponent({1e3}, {1.0}), std::invalid_argument);
+  EXPECT_THROW(fit_exponent({1e3, 1e3}, {1.0, 2.0}), std::invalid_argument);
+  EXPECT_THROW(fit_exponent({1e3, 1e4}, {0.0, 1.0}), std::invalid_argument);
+}
+
+void expect_sized_and_valid(const std::string& family, int64_t nodes, double tolerance) {
+  std::unique_ptr<ir::Graph> g = cli::scaling::family_graph(family, nodes);
+  EXPECT_NEAR(static_cast<double>(g->num_nodes()), static_cast<double>(nodes), tolerance * static_cast<double>(nodes))
+      << family;
+  EXPECT_TRUE(check::verify_graph(*g).empty()) << family;
+}
+
+TEST(PassScaling, SyntheticGraphsHaveTheRequestedSizeAndVerify) {
+  expect_sized_and_valid("synthetic", 500, 0.2);
+  expect_sized_and_valid("synthetic", 5000, 0.1);
+}
+
+TEST(PassScaling, TracedFamiliesHaveTheRequestedSizeAndVerify) {
+  // Within a layer (about 230 nodes) of the request.
+  expect_sized_and_valid("llama3", 1200, 0.2);
+  expect_sized_and_valid("llama3-fsdp", 1200, 0.25);
+  EXPECT_THROW(cli::scaling::family_graph("gpt5", 1000), std::invalid_argument);
+}
+
+TEST(PassScaling, BenchTimesEveryPassAndWritesJson) {
+  const std::string dir = testing::make_temp_dir();
+  const auto r = testing::run_command(testing::passcheck_binary() +
+                                      " bench --passes --sizes 300,600 --families synthetic --joint-layers 0 --json " +
+                                      dir + "/s.json 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const check::RegisteredPass* p : check::PassRegistry::global().list())
+    EXPECT_NE(r.output.find("| " + p->info.name + " |"), std::string::npos) << p->info.name << "\n" << r.output;
+  for (const char* subject : {"| parse |", "| print |", "| verify |", "| pipeline:default |"})
+    EXPECT_NE(r.output.find(subject), std::string::npos) << subject;
+  std::ifstream in(dir + "/s.json");
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"exponent\""), std::string::npos);
+  EXPECT_NE(json.find("\"synthetic\""), std::string::npos);
+}
+
+TEST(PassScaling, BenchRejectsBadSizesPassesAndFamilies) {
+  const std::string bin = testing::passcheck_binary() + " bench --passes --joint-layers 0 ";
+  auto r = testing::run_command(bin + "--sizes 10");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--sizes"), std::string::npos) << r.output;
+  r = testing::run_command(bin + "--sizes 300 --pass nopass --families synthetic");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("nopass"), std::string::npos) << r.output;
+  r = testing::run_command(bin + "--sizes 300 --families gpt5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("gpt5"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace passcheck
