@@ -54,7 +54,7 @@ int run_pass_scaling_bench(const PassScalingArgs& args, const std::string& json)
     options.joint_layers = args.joint_layers;
     options.progress = &std::cerr;
     scaling::ScalingReport report = scaling::measure_pass_scaling(options, check::PassRegistry::global());
-    std::cout << "passcheck bench --passes  (passcheck " << PASSCHECK_VERSION << "; seconds per run, best of up to 5 "
+    std::cout << "passcheck bench --passes  (passcheck " << PASSCHECK_VERSION << "; CPU seconds per run, best of up to 5 "
               << "runs under 0.5 s; exponent: least-squares slope of log time against log nodes)\n";
     scaling::print_markdown(report, std::cout);
     if (!json.empty()) {
