@@ -84,11 +84,16 @@ ir::Module split_into_segments(const ir::Graph& graph, const std::vector<size_t>
     copy_graph_context(graph, *g);
     std::unordered_map<const ir::Value*, ir::Value*> map;
     ir::ModulePart p;
-    for (const ir::Value* in : graph.inputs())
-      if (read.count(in)) {
-        map[in] = copy_input(*g, in, in->role());
-        p.input_sources.push_back(std::nullopt);
-      }
+    // Graph inputs it reads, in input order (an input's output_index is its position).
+    std::vector<const ir::Value*> read_inputs;
+    for (const ir::Value* v : read)
+      if (v->is_graph_input()) read_inputs.push_back(v);
+    std::sort(read_inputs.begin(), read_inputs.end(),
+              [](const ir::Value* a, const ir::Value* b) { return a->output_index() < b->output_index(); });
+    for (const ir::Value* in : read_inputs) {
+      map[in] = copy_input(*g, in, in->role());
+      p.input_sources.push_back(std::nullopt);
+    }
     // Linked values in graph order (producer position, then output index): sorting what
     // the segment reads, not scanning every earlier node per segment, which was
     // quadratic when a part splits into many segments.
