@@ -312,6 +312,8 @@ ScalingReport measure_pass_scaling(const ScalingOptions& options, const check::P
           ys.push_back(row.seconds[i]);
         }
       row.exponent = xs.size() >= 2 ? fit_exponent(xs, ys) : std::nan("");
+      row.tail_exponent = xs.size() >= 2 ? fit_exponent({xs[xs.size() - 2], xs.back()}, {ys[ys.size() - 2], ys.back()})
+                                         : std::nan("");
     }
     report.families.push_back(std::move(result));
   }
@@ -342,15 +344,18 @@ void print_markdown(const ScalingReport& report, std::ostream& out) {
   for (const FamilyResult& f : report.families) {
     out << "\n### " << f.family << "\n\n| subject |";
     for (int64_t n : f.nodes) out << " " << n << " nodes |";
-    out << " exponent | work |\n|---|";
+    out << " exponent | last two | work |\n|---|";
     for (size_t i = 0; i < f.nodes.size(); ++i) out << "---:|";
-    out << "---:|---|\n";
+    out << "---:|---:|---|\n";
     for (const ScalingRow& row : f.rows) {
       out << "| " << row.subject << " |";
       for (double s : row.seconds) out << " " << format_seconds(s) << " |";
-      char exponent[16] = "-";
-      if (!std::isnan(row.exponent)) std::snprintf(exponent, sizeof exponent, "%.2f", row.exponent);
-      out << " " << exponent << " | ";
+      for (double e : {row.exponent, row.tail_exponent}) {
+        char text[16] = "-";
+        if (!std::isnan(e)) std::snprintf(text, sizeof text, "%.2f", e);
+        out << " " << text << " |";
+      }
+      out << " ";
       // Work at the largest size measured: rules fired, or whether it changed the graph.
       std::string work;
       for (size_t i = row.seconds.size(); i-- > 0;)
@@ -381,6 +386,8 @@ std::string to_json(const ScalingReport& report) {
                       {"rules_fired", row.work},
                       {"changed", row.changed},
                       {"exponent", std::isnan(row.exponent) ? nlohmann::json(nullptr) : nlohmann::json(row.exponent)},
+                      {"tail_exponent",
+                       std::isnan(row.tail_exponent) ? nlohmann::json(nullptr) : nlohmann::json(row.tail_exponent)},
                       {"note", row.note}});
     }
     families.push_back({{"family", f.family}, {"nodes", f.nodes}, {"rows", rows}});

@@ -57,6 +57,9 @@ struct ScalingRow {
   std::vector<bool> changed;         ///< per size: the pass changed the graph
   std::string note;                  ///< why a size was skipped or the pass refused
   double exponent = 0;               ///< NaN when fewer than two sizes were measured
+  /// The exponent between the two largest sizes measured: small graphs sit in the CPU
+  /// caches, so the fit over every size overstates growth that is linear past them.
+  double tail_exponent = 0;
 };
 
 struct FamilyResult {
