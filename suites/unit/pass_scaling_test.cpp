@@ -1,6 +1,7 @@
 // `passcheck bench --passes` (framework/cli/pass_scaling.h) without timing anything: the
 // exponent fit on exact power laws, graph families of the requested size that verify,
-// and the command listing every registered pass and refusing bad options.
+// the command listing every registered pass and refusing bad options, and the order
+// labels staying consistent under the insertion pattern the local relabelling serves.
 #include "framework/check/pass.h"
 #include "framework/check/verifier.h"
 #include "framework/cli/pass_scaling.h"
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -83,6 +85,31 @@ TEST(PassScaling, BenchRejectsBadSizesPassesAndFamilies) {
   r = testing::run_command(bin + "--sizes 300 --families gpt5");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("gpt5"), std::string::npos) << r.output;
+}
+
+// remat puts thousands of duplicates before one node; the order labels are then
+// relabelled locally at growing ranges (framework/ir/graph.cpp assign_order). is_before
+// must still agree with the list everywhere.
+TEST(PassScaling, ThousandsOfInsertionsAtOnePlaceKeepIsBeforeConsistent) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("x", ir::ValueType::Tensor, std::nullopt);
+  ir::Node* head = g.create("aten::relu", {ir::Arg::of(x)});
+  ir::Node* tail = g.create("aten::relu", {ir::Arg::of(x)});
+  for (int i = 0; i < 6000; ++i) {
+    g.create("aten::neg", {ir::Arg::of(x)}, tail);          // before one node, each after the last
+    g.create("aten::abs", {ir::Arg::of(x)}, head->next());  // right after one node
+    if (i % 3 == 0) g.create("aten::sign", {ir::Arg::of(x)}, g.first_node());
+  }
+  const std::vector<ir::Node*> nodes = g.node_list();
+  ASSERT_EQ(nodes.size(), 2u + 12000u + 2000u);
+  for (size_t i = 0; i + 1 < nodes.size(); ++i) ASSERT_TRUE(nodes[i]->is_before(nodes[i + 1])) << i;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<size_t> pick(0, nodes.size() - 1);
+  for (int k = 0; k < 20000; ++k) {
+    const size_t i = pick(rng), j = pick(rng);
+    ASSERT_EQ(nodes[i]->is_before(nodes[j]), i < j) << i << " " << j;
+  }
+  EXPECT_TRUE(check::verify_graph(g).empty());
 }
 
 }  // namespace
