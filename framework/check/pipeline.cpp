@@ -11,6 +11,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <optional>
 
 namespace passcheck::check {
 
@@ -243,11 +244,14 @@ namespace {
 
 // The gate's checks after one pass, on any subject (a graph or a module): the changed
 // claim against the hash, the verifier, the declared decisions. Fills `record`.
+// Sets *hash_after to the subject's hash when it computes one.
 template <typename Subject, typename Verify>
 void gate(const RegisteredPass& pass, PassRecord& record, PassResult result, const Subject& subject,
-          uint64_t hash_before, const PipelineOptions& options, Verify verify) {
+          uint64_t hash_before, const PipelineOptions& options, Verify verify, std::optional<uint64_t>* hash_after = nullptr) {
   if (options.check_changed_claim) {
-    bool differs = subject.hash() != hash_before;
+    const uint64_t after = subject.hash();
+    if (hash_after) *hash_after = after;
+    bool differs = after != hash_before;
     if (!result.changed && differs) throw PassFailure(record.pass, "reported no change but the graph changed");
     if (result.changed && !differs) throw PassFailure(record.pass, "reported a change but the graph is identical");
   }
@@ -287,14 +291,19 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// One graph pass on one graph, through the gate.
+// One graph pass on one graph, through the gate. `known_hash`, when given and set, is the
+// graph's hash as the previous pass's gate computed it (hashing prints the whole graph:
+// once per pass is enough); the gate's hash of the result is left there for the next.
 PassRecord run_graph_pass(const RegisteredPass& pass, const PassOptions& pass_options, const std::string& label,
-                          ir::Graph& graph, const PipelineOptions& options) {
+                          ir::Graph& graph, const PipelineOptions& options,
+                          std::optional<uint64_t>* known_hash = nullptr) {
   PassRecord record;
   record.pass = label;
   record.nodes_before = graph.num_nodes();
   if (options.dump) options.dump("before", record.pass, graph);
-  uint64_t hash_before = options.check_changed_claim ? graph.hash() : 0;
+  uint64_t hash_before = 0;
+  if (options.check_changed_claim) hash_before = known_hash && *known_hash ? **known_hash : graph.hash();
+  if (known_hash) known_hash->reset();
   const size_t claims_before = graph.claims().size();
   auto start = std::chrono::steady_clock::now();
   PassResult result = run_guarded(record.pass, [&] { return pass.run(graph, pass_options); });
@@ -314,7 +323,8 @@ PassRecord run_graph_pass(const RegisteredPass& pass, const PassOptions& pass_op
       if (r.verdict == sym::Verdict::Refuted)
         throw PassFailure(record.pass, "recorded a claim that does not hold: " + r.format());
   }
-  gate(pass, record, std::move(result), graph, hash_before, options, [](const ir::Graph& g) { return verify_graph(g); });
+  gate(pass, record, std::move(result), graph, hash_before, options, [](const ir::Graph& g) { return verify_graph(g); },
+       known_hash);
   record.nodes_after = graph.num_nodes();
   return record;
 }
@@ -333,10 +343,11 @@ std::vector<PassRecord> Pipeline::run(ir::Graph& graph, const PipelineOptions& o
       throw PassConfigError("pass '" + inv.name +
                             "' splits the graph into a module of several graphs; run the pipeline on a module");
   std::vector<PassRecord> records;
+  std::optional<uint64_t> hash;  // of the graph as the last gate left it
   for (const PassInvocation& inv : passes_) {
     const RegisteredPass& pass = registry_->get(inv.name);
     PassOptions pass_options(pass.info, inv.options);
-    records.push_back(run_graph_pass(pass, pass_options, label(inv, pass_options), graph, options));
+    records.push_back(run_graph_pass(pass, pass_options, label(inv, pass_options), graph, options, &hash));
   }
   return records;
 }

@@ -11,7 +11,9 @@
 #include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -60,7 +62,7 @@ class Verifier {
     size_t index = 0;
     const Node* prev = nullptr;
     for (const Node* n : g_.nodes()) {
-      all_nodes_.insert(n);
+      if (all_nodes_.emplace(n, total_slots_).second) total_slots_ += n->num_operands();
       ++index;
       if (n->graph() != &g_) issue("node " + quoted(*n) + " says it belongs to another graph");
       // Passes rely on is_before; it must agree with the list order.
@@ -236,11 +238,16 @@ class Verifier {
                 m.sym_sizes[d].to_string() + ") but its concrete size at the hints is " + std::to_string(m.sizes[d]));
       }
     };
-    for (const Value* in : g_.inputs()) check_meta(in, "graph input %" + in->name());
+    // The message prefix prints the node: built only for a symbolic value (printing every
+    // node here took a quarter of the verifier's time on graphs without symbols).
+    auto is_symbolic = [](const Value* v) { return v->meta() && v->meta()->is_symbolic(); };
+    for (const Value* in : g_.inputs())
+      if (is_symbolic(in)) check_meta(in, "graph input %" + in->name());
     for (const Node* n : g_.nodes()) {
       for (const ir::Arg& a : n->args())
         a.for_each_symbolic([&](const sym::Expr& e) { check_declared(e, "node " + quoted(*n)); });
-      for (const Value* out : n->outputs()) check_meta(out, "node " + quoted(*n));
+      for (const Value* out : n->outputs())
+        if (is_symbolic(out)) check_meta(out, "node " + quoted(*n));
     }
     for (const sym::Claim& c : g_.claims()) {
       const std::string where = "claim " + c.kind + " on " + c.subject;
@@ -269,8 +276,13 @@ class Verifier {
   // Every use recorded on a value must point at an operand slot (or graph output)
   // holding that value, and every operand slot must be recorded exactly once.
   void check_value_uses(const Value* v) {
+    // Repeats among a few uses are found by looking back (no allocation per value);
+    // long use lists go through a set.
+    constexpr size_t kLookBack = 16;
+    const std::vector<Use>& uses = v->uses();
     std::set<std::pair<const Node*, uint32_t>> seen;
-    for (const Use& u : v->uses()) {
+    for (size_t k = 0; k < uses.size(); ++k) {
+      const Use& u = uses[k];
       if (u.is_graph_output()) {
         if (u.slot >= g_.outputs().size() || g_.outputs()[u.slot] != v)
           issue("%" + v->name() + " lists a use as graph output " + std::to_string(u.slot) +
@@ -283,23 +295,46 @@ class Verifier {
           issue("%" + v->name() + " lists a use as operand " + std::to_string(u.slot) + " of " + quoted(*u.user) +
                 " but that operand is not %" + v->name());
       }
-      if (!seen.insert({u.user, u.slot}).second) issue("%" + v->name() + " lists the same use twice");
+      const bool repeated = uses.size() <= kLookBack ? std::find(uses.begin(), uses.begin() + k, u) != uses.begin() + k
+                                                     : !seen.insert({u.user, u.slot}).second;
+      if (repeated) issue("%" + v->name() + " lists the same use twice");
     }
   }
 
   // Looked up in an index of every use list: scanning the list per operand was
-  // quadratic in the uses of one value (a million references to %x took minutes).
+  // quadratic in the uses of one value (a million references to %x took minutes). The
+  // index is a flat array over every operand slot and graph output naming the value that
+  // lists it (a std::set of triples cost a log-time lookup and an allocation per use);
+  // what a well-formed graph never has (a slot listed by two values, a use of a node
+  // outside the graph, a slot out of range) goes to a small overflow set.
   bool has_use(const Value* v, const Use& use) const {
-    if (indexed_values_.count(v)) return listed_uses_.count({v, use.user, use.slot}) > 0;
+    if (indexed_values_.count(v)) {
+      if (const std::optional<size_t> at = listed_index(use); at && listed_by_[*at] == v) return true;
+      return overflow_uses_.count({v, use.user, use.slot}) > 0;
+    }
     for (const Use& u : v->uses())  // a value from outside the graph: not indexed
       if (u == use) return true;
     return false;
   }
 
+  // Position of an operand slot or graph output in listed_by_; nullopt outside the graph.
+  std::optional<size_t> listed_index(const Use& use) const {
+    if (use.is_graph_output())
+      return use.slot < g_.outputs().size() ? std::optional<size_t>(total_slots_ + use.slot) : std::nullopt;
+    auto it = all_nodes_.find(use.user);
+    if (it == all_nodes_.end() || use.slot >= use.user->num_operands()) return std::nullopt;
+    return it->second + use.slot;
+  }
+
   void index_use_lists() {
+    listed_by_.assign(total_slots_ + g_.outputs().size(), nullptr);
     auto add = [&](const Value* v) {
       indexed_values_.insert(v);
-      for (const Use& u : v->uses()) listed_uses_.insert({v, u.user, u.slot});
+      for (const Use& u : v->uses()) {
+        const std::optional<size_t> at = listed_index(u);
+        if (at && (listed_by_[*at] == nullptr || listed_by_[*at] == v)) listed_by_[*at] = v;
+        else overflow_uses_.insert({v, u.user, u.slot});
+      }
     };
     for (const Value* in : g_.inputs()) add(in);
     for (const Node* n : g_.nodes())
@@ -340,10 +375,13 @@ class Verifier {
 
   const ir::Graph& g_;
   std::vector<VerifierIssue> issues_;
-  std::unordered_set<const Node*> all_nodes_;
+  /// Every node, with the index of its first operand slot among all slots in list order.
+  std::unordered_map<const Node*, size_t> all_nodes_;
+  size_t total_slots_ = 0;
   std::unordered_set<const Value*> input_set_;
   std::unordered_map<std::string, const Value*> names_;
-  std::set<std::tuple<const Value*, const Node*, uint32_t>> listed_uses_;
+  std::vector<const Value*> listed_by_;
+  std::set<std::tuple<const Value*, const Node*, uint32_t>> overflow_uses_;
   std::unordered_set<const Value*> indexed_values_;
 };
 

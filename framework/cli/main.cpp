@@ -1,5 +1,6 @@
 // The passcheck command line: argument parsing and dispatch to the subcommands.
 #include "framework/cli/commands.h"
+#include "framework/cli/pass_scaling_bench.h"
 #include "framework/version.h"
 
 #include <CLI/CLI.hpp>
@@ -205,6 +206,21 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--rank", bench.rank, "With --production: the rank whose per-rank graph is traced")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
+  PassScalingArgs scaling;
+  bench_cmd->add_flag("--passes", scaling.passes, "Time every pass, the parser, printer and verifier at growing graph sizes; "
+                                                "fit the exponent (docs/performance.md)");
+  bench_cmd->add_option("--sizes", scaling.sizes, "--passes: graph sizes in nodes, comma-separated")->capture_default_str();
+  bench_cmd->add_option("--pass", scaling.pass_names, "--passes: time only these passes (repeat or comma-separate)")
+      ->delimiter(',');
+  bench_cmd->add_option("--families", scaling.families,
+                        "--passes: graph families, comma-separated: synthetic, llama3, llama3-fsdp, llama3-symbolic (default all)");
+  bench_cmd->add_option("--max-seconds", scaling.max_seconds, "--passes: skip a measurement predicted to take longer")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  bench_cmd->add_option("--joint-layers", scaling.joint_layers,
+                        "--passes: also time the default pipeline on llama3 at this many layers (126: the 405B shape; 0: no)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}))
+      ->capture_default_str();
 
   ChunkArgs chunk;
   auto* chunk_cmd =
@@ -269,7 +285,7 @@ int main(int argc, char** argv) {
   if (*check_cmd) return run_check(check);
   if (*chunk_cmd) return run_chunk(chunk);
   if (*prove_cmd) return run_prove(prove);
-  if (*bench_cmd) return run_bench(bench);
+  if (*bench_cmd) return scaling.passes ? run_pass_scaling_bench(scaling, bench.json) : run_bench(bench);
   if (*passes_cmd)
     return run_passes(passes_mutants, passes_pipeline_opt->count() ? std::optional<std::string>(passes_pipeline)
                                                                      : std::nullopt);

@@ -355,6 +355,33 @@ void Graph::assign_order(Node* node) {
     node->order_ = lo + (hi - lo) / 2;
     return;
   }
+  // No label left between the neighbours. Renumbering the whole graph here made a pass
+  // that inserts many nodes at one place quadratic; instead relabel the smallest aligned
+  // label range around the spot that is sparse enough (Dietz and Sleator's order
+  // maintenance: nodes^2 * 4 <= range), spreading its nodes evenly: O(log n) amortized.
+  Node* first = node;
+  Node* last = node;
+  uint64_t count = 1;
+  for (int bits = 1; bits < 62; ++bits) {
+    const uint64_t size = uint64_t{1} << bits;
+    const uint64_t base = static_cast<uint64_t>(lo) & ~(size - 1);
+    while (first->prev_ && static_cast<uint64_t>(first->prev_->order_) >= base) {
+      first = first->prev_;
+      ++count;
+    }
+    while (last->next_ && static_cast<uint64_t>(last->next_->order_) < base + size) {
+      last = last->next_;
+      ++count;
+    }
+    if (count * count * 4 > size) continue;
+    const uint64_t step = size / (count + 1);
+    uint64_t label = base;
+    for (Node* n = first;; n = n->next_) {
+      n->order_ = static_cast<int64_t>(label += step);
+      if (n == last) break;
+    }
+    return;
+  }
   renumber();
 }
 

@@ -36,9 +36,10 @@ ir::Module split_into_segments(const ir::Graph& graph, const std::vector<size_t>
 
   // Segment of every node and of every value a node defines.
   std::unordered_map<const ir::Value*, size_t> segment_of;
-  std::unordered_map<const ir::Node*, size_t> node_segment;
+  std::unordered_map<const ir::Node*, size_t> node_segment, position;
   for (size_t i = 0; i < nodes.size(); ++i) {
     node_segment[nodes[i]] = segment_of_node[i];
+    position[nodes[i]] = i;
     for (const ir::Value* v : nodes[i]->outputs()) segment_of[v] = segment_of_node[i];
   }
   const std::unordered_set<const ir::Value*> returned(graph.outputs().begin(), graph.outputs().end());
@@ -83,18 +84,32 @@ ir::Module split_into_segments(const ir::Graph& graph, const std::vector<size_t>
     copy_graph_context(graph, *g);
     std::unordered_map<const ir::Value*, ir::Value*> map;
     ir::ModulePart p;
-    for (const ir::Value* in : graph.inputs())
-      if (read.count(in)) {
-        map[in] = copy_input(*g, in, in->role());
-        p.input_sources.push_back(std::nullopt);
-      }
-    for (size_t j = 0; j < first; ++j)
-      for (const ir::Value* v : nodes[j]->outputs())
-        if (read.count(v)) {
-          map[v] = copy_input(*g, v, ir::InputRole::Argument);
-          const size_t from = segment_of.at(v);
-          p.input_sources.push_back(ir::PartOutput{from, output_index[from].at(v)});
-        }
+    // Graph inputs it reads, in input order (an input's output_index is its position).
+    std::vector<const ir::Value*> read_inputs;
+    for (const ir::Value* v : read)
+      if (v->is_graph_input()) read_inputs.push_back(v);
+    std::sort(read_inputs.begin(), read_inputs.end(),
+              [](const ir::Value* a, const ir::Value* b) { return a->output_index() < b->output_index(); });
+    for (const ir::Value* in : read_inputs) {
+      map[in] = copy_input(*g, in, in->role());
+      p.input_sources.push_back(std::nullopt);
+    }
+    // Linked values in graph order (producer position, then output index): sorting what
+    // the segment reads, not scanning every earlier node per segment, which was
+    // quadratic when a part splits into many segments.
+    std::vector<std::pair<size_t, const ir::Value*>> linked;
+    for (const ir::Value* v : read)
+      if (!v->is_graph_input())
+        if (auto at = position.find(v->producer()); at != position.end() && at->second < first)
+          linked.emplace_back(at->second, v);
+    std::sort(linked.begin(), linked.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second->output_index() < b.second->output_index();
+    });
+    for (const auto& [at, v] : linked) {
+      map[v] = copy_input(*g, v, ir::InputRole::Argument);
+      const size_t from = segment_of.at(v);
+      p.input_sources.push_back(ir::PartOutput{from, output_index[from].at(v)});
+    }
     for (size_t i = first; i < last; ++i) {
       ir::Node* copy = g->clone_node(*nodes[i], [&](ir::Value* v) { return map.at(v); });
       for (size_t k = 0; k < nodes[i]->num_outputs(); ++k) map[nodes[i]->output(k)] = copy->output(k);
