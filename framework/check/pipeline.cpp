@@ -282,6 +282,13 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // One graph pass on one graph, through the gate.
 PassRecord run_graph_pass(const RegisteredPass& pass, const PassOptions& pass_options, const std::string& label,
                           ir::Graph& graph, const PipelineOptions& options) {
+  if (!pass.info.handles_subgraphs && graph.has_subgraphs()) {
+    // A pass that only walks the top graph would leave the bodies unrewritten (or
+    // rewrite a call it does not understand): refuse, never half-apply.
+    throw PassConfigError("pass '" + pass.info.name + "' does not handle nested subgraphs, and the graph calls subgraph '" +
+                          graph.root()->subgraphs().begin()->first +
+                          "'; run inline-subgraphs first (docs/nested-subgraphs.md lists the passes that handle them)");
+  }
   PassRecord record;
   record.pass = label;
   record.nodes_before = graph.num_nodes();

@@ -46,6 +46,8 @@ struct TraceArgs {
   int64_t n_layers = 0;
   std::string dtype = "float32";
   std::string attention;
+  /// Deduplicate repeated layers into shared subgraphs (ir::outline_repeated_layers).
+  bool dedup = false;
 };
 
 /// Sets the model-variant options every model command shares: --layers, --dtype
