@@ -520,6 +520,9 @@ size_t retarget_device(Graph& graph, c10::Device from, c10::Device to) {
     if (any) n->set_args(std::move(args));
     for (Value* out : n->outputs()) retarget_meta(out);
   }
+  // The bodies the graph calls move with it (their types must keep matching the calls).
+  if (graph.root() == &graph)
+    for (const auto& entry : graph.subgraphs()) changed += retarget_device(*entry.second, from, to);
   return changed;
 }
 
