@@ -9,6 +9,7 @@
 #include "framework/exec/executor.h"
 #include "framework/ir/subgraph.h"
 #include "framework/ir/text.h"
+#include "framework/trace/tracer.h"
 #include "passes/registry.h"
 #include "suites/support/traced_joint.h"
 
@@ -181,6 +182,28 @@ void expect_dedup_bitwise(const std::string& model, int64_t n_layers = 0) {
     EXPECT_TRUE(a->meta() == b->meta()) << ir::print_node(*a) << " vs " << ir::print_node(*b);
     a = a->next();
   }
+}
+
+TEST(LayerDedup, TheTracerOptionTracesEachLayerBodyOnce) {
+  auto subject = models::make_subject("llama3", models::suite_options("llama3"));
+  const trace::TracedProgram flat = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
+  trace::TraceOptions options;
+  options.deduplicate_layers = true;
+  const trace::TracedProgram dedup = trace::trace_step(
+      {{"", subject->module()}}, [&](const std::vector<c10::IValue>& args) { return subject->train_step(args); },
+      subject->batch(0), options);
+  ASSERT_TRUE(dedup.graph().has_subgraphs());
+  EXPECT_EQ(dedup.graph().subgraphs().size(), 2u);  // one forward and one backward body
+  std::unique_ptr<ir::Graph> inlined = dedup.graph().clone();
+  ir::inline_subgraphs(*inlined);
+  EXPECT_EQ(inlined->num_nodes(), flat.graph().num_nodes());
+  const std::vector<c10::IValue> inputs = flat.make_graph_inputs(subject->batch(1));
+  const std::vector<c10::IValue> expected = run_graph(flat.graph(), inputs);
+  const std::vector<c10::IValue> actual = run_graph(dedup.graph(), inputs);
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (expected[i].isTensor())
+      EXPECT_TRUE(check::compare_bitwise("output", expected[i].toTensor(), actual[i].toTensor()).equal) << "output " << i;
 }
 
 TEST(LayerDedup, Llama3RunsBitwiseEqualToTheFlatGraph) { expect_dedup_bitwise("llama3"); }
