@@ -2,7 +2,8 @@
 // scheduling, every symbol takes its hint: guards are evaluated there first (a false one
 // means the graph was rewritten under an assumption that does not hold for the shapes
 // it will run with), then arguments and metadata are substituted, scalar plumbing left
-// dead by the substitution is erased, and nothing may mention a symbol afterwards.
+// dead by the substitution is erased, and nothing may mention a symbol afterwards — in
+// the graph or in any nested subgraph it calls (they share its symbols).
 #include "passes/chunk/chunk_passes.h"
 
 #include "framework/exec/op_properties.h"
