@@ -358,6 +358,11 @@ std::vector<PassRecord> Pipeline::run(ir::Module& module, const PipelineOptions&
       }
       continue;
     }
+    for (const ir::ModulePart& part : module.parts)
+      if (!pass.info.handles_subgraphs && part.graph->has_subgraphs())
+        throw PassConfigError("pass '" + pass.info.name + "' does not handle nested subgraphs, and part '" + part.name +
+                              "' calls subgraph '" + part.graph->subgraphs().begin()->first +
+                              "'; run inline-subgraphs first (docs/nested-subgraphs.md)");
     PassRecord record;
     record.pass = name;
     record.nodes_before = module.num_nodes();
