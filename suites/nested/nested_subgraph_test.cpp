@@ -7,6 +7,7 @@
 #include "framework/check/pipeline.h"
 #include "framework/check/verifier.h"
 #include "framework/exec/executor.h"
+#include "framework/ir/module.h"
 #include "framework/ir/subgraph.h"
 #include "framework/ir/text.h"
 #include "framework/trace/tracer.h"
@@ -126,6 +127,9 @@ TEST(NestedSubgraphPipeline, RefusesAPassThatDoesNotHandleNesting) {
     EXPECT_THAT(e.what(), HasSubstr("subgraph 'inner'"));
     EXPECT_THAT(e.what(), HasSubstr("run inline-subgraphs first"));
   }
+  // A partitioner would split the calls from the table they name: refused as well.
+  ir::Module module = ir::Module::of_graph(g->clone());
+  EXPECT_THROW(check::Pipeline::parse("partition-save-all", registry).run(module), check::PassConfigError);
   // After inlining, the same pipeline runs.
   check::Pipeline::parse("concretize,inline-subgraphs,dce", registry).run(*g);
   EXPECT_FALSE(g->has_subgraphs());
