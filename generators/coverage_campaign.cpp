@@ -169,6 +169,9 @@ const std::map<std::string, std::string>& known_decision_gaps() {
        "metadata, arguments down nested lists, output metadata) with the same traversal and fail with a clear "
        "error on a symbol without a hint, so no input graph leaves one; only a broken substitution "
        "(mutant-concretize-stale-input-symbols in suites/mutants/chunk_mutants.cpp) reaches it"},
+      {"concretize rule substitute-in-subgraphs",
+       "generated chunk programs are flat graphs, and the chunk pass refuses nested ones; the nested case of "
+       "suites/passes_text/concretize.graph and suites/nested/nested_subgraph_test.cpp reach it"},
       {"fuse-chained-allgathers guard identity-unknown",
        "every generated chain is concrete and small, so the index map models each view and Z3 answers its claim; "
        "unknown needs a squeeze of a symbolic dimension or a prover timeout, which no generated graph has"},

@@ -13,6 +13,7 @@
 #include "passes/placement/placement_passes.h"
 #include "passes/schedule/schedule_passes.h"
 #include "passes/partition/partition_passes.h"
+#include "passes/subgraph/subgraph_passes.h"
 
 namespace passcheck::check {
 
@@ -28,7 +29,7 @@ constexpr FamilyRegistration kFamilies[] = {
     {"chunk", passes::register_chunk_passes},           {"collectives", passes::register_collective_passes},
     {"fsdp", passes::register_fsdp_passes},             {"placement", passes::register_placement_passes},
     {"schedule", passes::register_schedule_passes},     {"partition", passes::register_partition_passes},
-    {"cudagraph", passes::register_cudagraph_passes},
+    {"cudagraph", passes::register_cudagraph_passes},     {"subgraph", passes::register_subgraph_passes},
 };
 
 }  // namespace

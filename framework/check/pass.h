@@ -78,6 +78,10 @@ struct PassInfo {
   /// no rule or guard of its own): the names a mutant may put in
   /// InjectedFaults::injected_bugs. Never set by a pipeline built from text.
   std::vector<DecisionInfo> injectable_bugs;
+  /// The pass handles graphs that call subgraphs (passcheck::invoke_subgraph): it
+  /// rewrites their bodies too or treats the calls soundly as opaque. The pipeline
+  /// refuses to run a pass without it on a graph with subgraphs (docs/nested-subgraphs.md).
+  bool handles_subgraphs = false;
 
   bool declares_rule(const std::string& rule) const;
   bool declares_guard(const std::string& guard) const;

@@ -297,6 +297,13 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 PassRecord run_graph_pass(const RegisteredPass& pass, const PassOptions& pass_options, const std::string& label,
                           ir::Graph& graph, const PipelineOptions& options,
                           std::optional<uint64_t>* known_hash = nullptr) {
+  if (!pass.info.handles_subgraphs && graph.has_subgraphs()) {
+    // A pass that only walks the top graph would leave the bodies unrewritten (or
+    // rewrite a call it does not understand): refuse, never half-apply.
+    throw PassConfigError("pass '" + pass.info.name + "' does not handle nested subgraphs, and the graph calls subgraph '" +
+                          graph.root()->subgraphs().begin()->first +
+                          "'; run inline-subgraphs first (docs/nested-subgraphs.md lists the passes that handle them)");
+  }
   PassRecord record;
   record.pass = label;
   record.nodes_before = graph.num_nodes();
@@ -370,6 +377,11 @@ std::vector<PassRecord> Pipeline::run(ir::Module& module, const PipelineOptions&
       }
       continue;
     }
+    for (const ir::ModulePart& part : module.parts)
+      if (!pass.info.handles_subgraphs && part.graph->has_subgraphs())
+        throw PassConfigError("pass '" + pass.info.name + "' does not handle nested subgraphs, and part '" + part.name +
+                              "' calls subgraph '" + part.graph->subgraphs().begin()->first +
+                              "'; run inline-subgraphs first (docs/nested-subgraphs.md)");
     PassRecord record;
     record.pass = name;
     record.nodes_before = module.num_nodes();

@@ -9,6 +9,7 @@
 
 #include "framework/exec/arg_check.h"
 #include "framework/exec/schema_args.h"
+#include "framework/ir/subgraph.h"
 #include "framework/ir/text.h"
 
 #include <algorithm>
@@ -214,12 +215,14 @@ class Verifier {
   // strides a value carries are its symbolic ones evaluated at the hints: executors and
   // memory estimates read the concrete ones.
   void check_symbols() {
+    // A subgraph names the symbols of the top graph it belongs to.
+    const ir::Graph& top = *g_.root();
     for (const sym::Symbol& s : g_.symbols())
       if (!s.hint_admissible()) issue("symbol " + s.to_string() + ": the hint is not admissible");
-    const std::map<std::string, int64_t> hints = g_.symbol_hints();
+    const std::map<std::string, int64_t> hints = top.symbol_hints();
     auto check_declared = [&](const sym::Expr& e, const std::string& where) {
       for (const std::string& name : e.free_symbols())
-        if (!g_.find_symbol(name)) issue(where + ": undeclared symbol " + name + " in " + e.to_string());
+        if (!top.find_symbol(name)) issue(where + ": undeclared symbol " + name + " in " + e.to_string());
     };
     auto check_meta = [&](const Value* v, const std::string& where) {
       if (!v->meta() || !v->meta()->is_symbolic()) return;
@@ -253,11 +256,11 @@ class Verifier {
       const std::string where = "claim " + c.kind + " on " + c.subject;
       // A claim's indices are bound by the claim itself; they must not shadow a symbol.
       for (const sym::BoundIndex& index : c.indices) {
-        if (g_.find_symbol(index.name)) issue(where + ": index " + index.name + " is also a declared symbol");
+        if (top.find_symbol(index.name)) issue(where + ": index " + index.name + " is also a declared symbol");
         check_declared(index.bound, where);
       }
       for (const std::string& name : c.symbols())
-        if (!g_.find_symbol(name)) issue(where + ": undeclared symbol " + name + " in " + c.condition.to_string());
+        if (!top.find_symbol(name)) issue(where + ": undeclared symbol " + name + " in " + c.condition.to_string());
     }
   }
 
@@ -387,7 +390,25 @@ class Verifier {
 
 }  // namespace
 
-std::vector<VerifierIssue> verify_graph(const ir::Graph& graph) { return Verifier(graph).run(); }
+std::vector<VerifierIssue> verify_graph(const ir::Graph& graph) {
+  std::vector<VerifierIssue> issues = Verifier(graph).run();
+  if (graph.root() != &graph) return issues;  // a body alone: its calls are checked from the top
+  // A nest: every body on its own, then every call against the body it names.
+  for (const auto& [name, body] : graph.subgraphs())
+    for (VerifierIssue& issue : Verifier(*body).run())
+      issues.push_back(VerifierIssue{"subgraph '" + name + "': " + issue.message});
+  for (const ir::Graph* g : ir::graphs_of(graph))
+    for (const Node* n : g->nodes()) {
+      if (!ir::is_invoke_subgraph(*n)) continue;
+      std::string problem = ir::call_problem(*n);
+      if (problem.empty()) continue;
+      std::string where = g->subgraph_name().empty() ? "" : "subgraph '" + g->subgraph_name() + "': ";
+      issues.push_back(VerifierIssue{where + "node " + quoted(*n) + ": " + problem});
+    }
+  std::string cycle = ir::find_call_cycle(graph);
+  if (!cycle.empty()) issues.push_back(VerifierIssue{"subgraph calls recurse: " + cycle});
+  return issues;
+}
 
 void verify_or_throw(const ir::Graph& graph, const std::string& context) {
   std::vector<VerifierIssue> issues = verify_graph(graph);

@@ -1,5 +1,7 @@
 // passcheck trace / run / check / models.
 #include "framework/cli/commands.h"
+
+#include "framework/ir/subgraph.h"
 #include "framework/cli/check_common.h"
 #include "framework/cli/report_commands.h"
 #include "framework/io/files.h"
@@ -119,6 +121,13 @@ int run_trace(const TraceArgs& args) {
       graph = traced.graph;
       header += " --symbolic " + args.symbolic + "\n# symbolized from traces at";
       for (int64_t v : traced.traced_at) header += " " + std::to_string(v);
+    }
+    if (args.dedup) {
+      const size_t flat_nodes = graph->num_nodes();
+      const ir::OutlineReport report = ir::outline_repeated_layers(*graph);
+      header += " --dedup\n# " + std::to_string(flat_nodes) + " flat nodes; " + std::to_string(report.regions) +
+                " layer regions call " + std::to_string(report.subgraphs) + " subgraphs; " +
+                std::to_string(ir::total_nodes(*graph)) + " nodes in all graphs";
     }
     std::string text = header + "\n# " + std::to_string(graph->num_nodes()) + " nodes\n" + graph->print();
     if (args.out.empty()) {

@@ -48,6 +48,8 @@ struct TraceArgs {
   std::string attention;
   /// Named model configuration (oracles/models/configs.h): "debug" or e.g. llama3 "405b".
   std::string config = "debug";
+  /// Deduplicate repeated layers into shared subgraphs (ir::outline_repeated_layers).
+  bool dedup = false;
 };
 
 /// Sets the model-variant options every model command shares: --layers, --dtype

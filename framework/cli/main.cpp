@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
   trace_cmd->add_option("--mesh", trace.mesh, "Device mesh of --parallel, e.g. dp=2,tp=2");
   trace_cmd->add_option("--rank", trace.rank, "The rank whose graph to trace (default 0)")->check(CLI::Range(0, 1 << 20));
   add_model_variant_options(trace_cmd, trace.n_layers, trace.dtype, trace.attention, trace.config);
+  trace_cmd->add_flag("--dedup", trace.dedup,
+                      "Deduplicate repeated layers: identical blocks become one subgraph called per layer");
 
   RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs (or a torch.save archive: --inputs)");

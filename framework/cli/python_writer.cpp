@@ -227,6 +227,9 @@ std::string write_python_graph(const ir::Graph& graph, const std::string& source
   if (!graph.symbols().empty())
     throw PythonWriteError(source + ": the graph has symbols (run the concretize pass first: Python graphs have concrete "
                                     "shapes)");
+  if (graph.has_subgraphs())
+    throw PythonWriteError(source + ": the graph calls nested subgraphs (run the inline-subgraphs pass first: the "
+                                    "Python form is one flat graph)");
   std::ostringstream out;
   out << "# Written by passcheck export-python from " << source.substr(0, source.find('\n')) << ".\n"
       << "# build() rebuilds the graph as a torch.fx GraphModule of aten operators; PASSCHECK_INPUTS lists\n"

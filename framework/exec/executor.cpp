@@ -7,12 +7,14 @@
 #include "framework/exec/arg_check.h"
 #include "framework/exec/passcheck_ops.h"
 #include "framework/exec/schema_args.h"
+#include "framework/ir/subgraph.h"
 #include "framework/ir/text.h"
 
 #include <ATen/core/grad_mode.h>
 
 #include <chrono>
 #include <limits>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -84,6 +86,9 @@ struct Executor::NodePlan {
   /// The output shape depends on tensor values: checked on every run, whatever the options.
   bool shape_guard = false;
   std::vector<size_t> release_after;  // slots whose last use is this node
+  /// A passcheck::invoke_subgraph node: the executor of its body (shared by every call
+  /// of the same subgraph from this graph), run in place of a kernel.
+  std::shared_ptr<Executor> subgraph;
   explicit NodePlan(c10::OperatorHandle h) : op(std::move(h)) {}
 };
 
@@ -100,11 +105,27 @@ Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(gra
 
   std::vector<int64_t> last_use(num_slots_, -1);
   int64_t index = 0;
+  std::map<const ir::Graph*, std::shared_ptr<Executor>> body_executors;
   for (const ir::Node* node : graph.nodes()) {
     auto handle = find_operator(node->op());
     if (!handle) throw ExecError("unknown operator '" + node->op() + "' in " + describe_node(*node));
     NodePlan plan(*handle);
     plan.node = node;
+    if (ir::is_invoke_subgraph(*node)) {
+      std::string problem = ir::call_problem(*node);
+      if (!problem.empty()) throw ExecError(problem + " in " + describe_node(*node));
+      const ir::Graph* body = ir::called_subgraph(*node);
+      std::shared_ptr<Executor>& nested = body_executors[body];
+      if (!nested) {
+        // The body's memory is the caller's: one budget and one live-bytes account, kept
+        // by the outermost executor (its allocation scope sees the body's allocations).
+        ExecutorOptions body_options = options_;
+        body_options.max_bytes = 0;
+        body_options.track_live_bytes = false;
+        nested = std::make_shared<Executor>(*body, body_options);
+      }
+      plan.subgraph = nested;
+    }
     plan.shape_guard = has_data_dependent_output_shape(node->op_name());
     const c10::FunctionSchema& schema = plan.op.schema();
     const auto& schema_args = schema.arguments();
@@ -318,14 +339,24 @@ void Executor::run_node(const NodePlan& plan, std::vector<c10::IValue>& slots, L
         break;
     }
   }
-  if (options_.time_kernels) {
+  if (plan.subgraph) {
+    // Same kernels, same order as the inlined body: bitwise the flat graph's results.
+    std::vector<c10::IValue> operands;
+    for (const c10::IValue& v : stack_.at(1).toListRef()) operands.push_back(v);
+    std::vector<c10::IValue> results = plan.subgraph->run(std::move(operands));
+    stats_.nodes_run += plan.subgraph->last_stats().nodes_run;
+    stats_.kernel_seconds += plan.subgraph->last_stats().kernel_seconds;
+    for (size_t i = 0; i < results.size(); ++i) slots[plan.output_slots[i]] = std::move(results[i]);
+  } else if (options_.time_kernels) {
     auto start = std::chrono::steady_clock::now();
     plan.op.callBoxed(&stack_);
     stats_.kernel_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } else {
     plan.op.callBoxed(&stack_);
   }
-  if (plan.returns_list) {
+  if (plan.subgraph) {
+    // outputs already in their slots
+  } else if (plan.returns_list) {
     auto list = stack_.at(0).toList();
     if (list.size() != plan.output_slots.size())
       throw ExecError(plan.node->op() + " returned " + std::to_string(list.size()) + " values but the node defines " +

@@ -75,7 +75,10 @@ OpProperties compute(const ir::Node& node) {
   // empty.out writes its out argument; it is an allocation only in its functional forms.
   if (p.uninitialized_allocation && overload == "out") p.uninitialized_allocation = false;
 
-  std::optional<c10::OperatorHandle> op = find_operator(node.op());
+  // A subgraph call is as pure as its body, which this per-operator cache cannot see:
+  // it is treated like an unknown operator (may write, alias and draw anything).
+  const bool opaque_call = ns == "passcheck" && base == "invoke_subgraph";
+  std::optional<c10::OperatorHandle> op = opaque_call ? std::nullopt : find_operator(node.op());
   if (op) {
     p.known = true;
     const c10::FunctionSchema& schema = op->schema();
@@ -93,7 +96,7 @@ OpProperties compute(const ir::Node& node) {
     // Conservative: nothing may be removed, merged or assumed pure.
     p.mutating = true;
     p.aliases_input = true;
-    p.random = is_random_by_name(base);
+    p.random = opaque_call || is_random_by_name(base);
   }
   p.side_effects = p.mutating || (ns == "passcheck" && base.find("rng_state") != std::string::npos) ||
                    (ns == "aten" && base == "print");

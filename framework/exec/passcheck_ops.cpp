@@ -101,6 +101,13 @@ std::vector<int64_t> all_to_all_result_sizes(std::vector<int64_t> sizes, const s
   return sizes;
 }
 
+// A call of a nested subgraph names a body only the executor holds (exec/executor.cpp
+// runs it in place of this kernel); reaching the dispatcher means the caller bypassed it.
+std::vector<at::Tensor> invoke_subgraph_outside_executor(c10::string_view name, at::TensorList) {
+  TORCH_CHECK(false, "passcheck::invoke_subgraph(\"", std::string(name),
+              "\") runs only inside the passcheck executor, which holds the subgraph");
+}
+
 void ensure_passcheck_ops_registered() {
   // Referencing this function keeps this object file (and its TORCH_LIBRARY blocks)
   // in every binary that links the executor, and with it the grouped_mm kernels.
@@ -120,6 +127,8 @@ TORCH_LIBRARY(passcheck, m) {
   // Kernels in grouped_mm.cpp.
   m.def("grouped_mm(Tensor input, Tensor weight, Tensor offsets) -> Tensor");
   m.def("grouped_mm_weight_grad(Tensor input, Tensor grad_output, Tensor offsets) -> Tensor");
+  // A call of a nested subgraph (framework/ir/subgraph.h); the executor runs the body.
+  m.def("invoke_subgraph(str name, Tensor[] operands) -> Tensor[]");
 }
 
 TORCH_LIBRARY_IMPL(passcheck, Meta, m) {
@@ -133,4 +142,5 @@ TORCH_LIBRARY_IMPL(passcheck, Meta, m) {
 TORCH_LIBRARY_IMPL(passcheck, CompositeExplicitAutograd, m) {
   m.impl("rng_state", &passcheck::exec::rng_state);
   m.impl("swap_rng_state", &passcheck::exec::swap_rng_state);
+  m.impl("invoke_subgraph", &passcheck::exec::invoke_subgraph_outside_executor);
 }

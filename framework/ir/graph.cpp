@@ -462,8 +462,33 @@ std::unique_ptr<Graph> Graph::clone() const {
   g->symbols_ = symbols_;
   g->claims_ = claims_;
   g->mesh_ = mesh_;
+  for (const auto& [name, body] : subgraphs_) g->add_subgraph(name, body->clone());
   return g;
 }
+
+Graph* Graph::add_subgraph(const std::string& name, std::unique_ptr<Graph> body) {
+  Graph* top = root();
+  if (!body) throw IrError("subgraph " + name + " has no body");
+  if (top->subgraphs_.count(name)) throw IrError("subgraph " + name + " is defined twice");
+  if (!body->subgraphs_.empty()) {
+    // A body built with its own table hands it to the top graph: one namespace.
+    for (auto& [inner_name, inner] : body->subgraphs_) top->add_subgraph(inner_name, std::move(inner));
+    body->subgraphs_.clear();
+  }
+  body->owner_ = top;
+  body->subgraph_name_ = name;
+  Graph* raw = body.get();
+  top->subgraphs_.emplace(name, std::move(body));
+  return raw;
+}
+
+Graph* Graph::find_subgraph(const std::string& name) const {
+  const Graph* top = root();
+  auto it = top->subgraphs_.find(name);
+  return it == top->subgraphs_.end() ? nullptr : it->second.get();
+}
+
+bool Graph::remove_subgraph(const std::string& name) { return root()->subgraphs_.erase(name) > 0; }
 
 void Graph::add_symbol(const sym::Symbol& symbol) {
   if (find_symbol(symbol.name)) throw IrError("symbol " + symbol.name + " is declared twice");
@@ -522,6 +547,9 @@ size_t retarget_device(Graph& graph, c10::Device from, c10::Device to) {
     if (any) n->set_args(std::move(args));
     for (Value* out : n->outputs()) retarget_meta(out);
   }
+  // The bodies the graph calls move with it (their types must keep matching the calls).
+  if (graph.root() == &graph)
+    for (const auto& entry : graph.subgraphs()) changed += retarget_device(*entry.second, from, to);
   return changed;
 }
 

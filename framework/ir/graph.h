@@ -299,6 +299,23 @@ class Graph {
   const std::optional<MeshInfo>& mesh() const { return mesh_; }
   void set_mesh(std::optional<MeshInfo> mesh) { mesh_ = std::move(mesh); }
 
+  /// Subgraphs called by `passcheck::invoke_subgraph` nodes (framework/ir/subgraph.h),
+  /// by name. They live in the top graph's table, share its symbols and may call each
+  /// other (never recursively); a subgraph's own table stays empty.
+  const std::map<std::string, std::unique_ptr<Graph>>& subgraphs() const { return subgraphs_; }
+  bool has_subgraphs() const { return !root()->subgraphs_.empty(); }
+  /// Adds a subgraph to the top graph's table; throws IrError when the name is taken.
+  Graph* add_subgraph(const std::string& name, std::unique_ptr<Graph> body);
+  /// The subgraph called `name` in the top graph's table, or null.
+  Graph* find_subgraph(const std::string& name) const;
+  /// Removes a subgraph (callers must be gone); returns whether it existed.
+  bool remove_subgraph(const std::string& name);
+  /// The graph owning this subgraph's table entry, or this graph when it is the top.
+  const Graph* root() const { return owner_ ? owner_->root() : this; }
+  Graph* root() { return owner_ ? owner_->root() : this; }
+  /// The subgraph's name; empty for a top graph.
+  const std::string& subgraph_name() const { return subgraph_name_; }
+
   /// Text form (framework/ir/text.h).
   std::string print() const;
   /// The file (or name) the graph was parsed from; empty when built in code.
@@ -327,6 +344,9 @@ class Graph {
   std::vector<sym::Symbol> symbols_;
   std::vector<sym::Claim> claims_;
   std::optional<MeshInfo> mesh_;
+  std::map<std::string, std::unique_ptr<Graph>> subgraphs_;
+  Graph* owner_ = nullptr;
+  std::string subgraph_name_;
 };
 
 /// Moves a graph from one device to another: every Device argument and every

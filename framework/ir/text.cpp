@@ -1,12 +1,15 @@
 // Printer and recursive-descent parser for the graph text form (see text.h).
 #include "framework/ir/text.h"
 
+#include "framework/ir/subgraph.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -215,6 +218,23 @@ std::string print_node(const Node& n) {
   return out;
 }
 
+namespace {
+// `HEADER(inputs):`, one line per node, `return (...)`.
+void append_body(std::string& out, const Graph& g, const std::string& header) {
+  out += header + "(";
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value* in = g.inputs()[i];
+    out += i ? ",\n    " : "\n    ";
+    out += std::string(to_string(in->role())) + " %" + in->name() + " : " + print_type(*in) + print_placements(*in);
+  }
+  out += "):\n";
+  for (const Node* n : g.nodes()) out += "  " + print_node(*n) + "\n";
+  out += "  return (";
+  for (size_t i = 0; i < g.outputs().size(); ++i) out += (i ? ", %" : "%") + g.outputs()[i]->name();
+  out += ")\n";
+}
+}  // namespace
+
 std::string print_graph(const Graph& g) {
   std::string out;
   for (const sym::Symbol& s : g.symbols()) out += "symbol " + s.to_string() + "\n";
@@ -227,17 +247,10 @@ std::string print_graph(const Graph& g) {
       out += (i ? ", " : "") + g.mesh()->dims[i].first + "=" + std::to_string(g.mesh()->dims[i].second);
     out += " rank " + std::to_string(g.mesh()->rank) + "\n";
   }
-  out += "graph(";
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Value* in = g.inputs()[i];
-    out += i ? ",\n    " : "\n    ";
-    out += std::string(to_string(in->role())) + " %" + in->name() + " : " + print_type(*in) + print_placements(*in);
-  }
-  out += "):\n";
-  for (const Node* n : g.nodes()) out += "  " + print_node(*n) + "\n";
-  out += "  return (";
-  for (size_t i = 0; i < g.outputs().size(); ++i) out += (i ? ", %" : "%") + g.outputs()[i]->name();
-  out += ")\n";
+  // Subgraphs come first (in name order), so the text reads callee before caller.
+  if (g.root() == &g)
+    for (const auto& [name, body] : g.subgraphs()) append_body(out, *body, "subgraph " + name);
+  append_body(out, g, "graph");
   return out;
 }
 
@@ -250,15 +263,60 @@ class Parser {
   Parser(std::string_view text, std::string source) : text_(text), source_(std::move(source)) {}
 
   std::unique_ptr<Graph> parse() {
-    graph_ = std::make_unique<Graph>();
-    graph_->source_name = source_;
+    top_ = std::make_unique<Graph>();
+    top_->source_name = source_;
+    graph_ = top_.get();
     while (true) {
       if (peek_word("symbol")) parse_symbol();
       else if (peek_word("claim")) parse_claim();
       else if (peek_word("mesh")) parse_mesh();
+      else if (peek_word("subgraph")) parse_subgraph();
       else break;
     }
     expect_word("graph");
+    parse_body();
+    skip_space();
+    if (!at_end()) fail("unexpected text after 'return (...)'");
+    check_calls();
+    return std::move(top_);
+  }
+
+ private:
+  // `subgraph NAME(inputs):` body `return (...)`: parsed into its own graph, which joins
+  // the top graph's table (it shares the top graph's symbols and mesh).
+  void parse_subgraph() {
+    expect_word("subgraph");
+    skip_space();
+    const int line = line_, col = col_;
+    std::string name = read_word();
+    if (name.empty()) fail_at(line, col, "expected a subgraph name after 'subgraph'");
+    if (top_->find_subgraph(name)) fail_at(line, col, "subgraph " + name + " is defined twice");
+    auto body = std::make_unique<Graph>();
+    body->source_name = source_;
+    graph_ = body.get();
+    parse_body();
+    graph_ = top_.get();
+    top_->add_subgraph(name, std::move(body));
+    subgraph_pos_[name] = SourcePos{line, col};
+  }
+
+  // Every call names a known subgraph with matching operands, and calls never recurse.
+  void check_calls() {
+    for (const Graph* g : graphs_of(*top_))
+      for (const Node* n : g->nodes()) {
+        if (!is_invoke_subgraph(*n)) continue;
+        std::string problem = call_problem(*n);
+        if (!problem.empty()) fail_at(n->source_op.line, n->source_op.column, problem);
+      }
+    std::string cycle = find_call_cycle(*top_);
+    if (!cycle.empty()) {
+      const SourcePos pos = subgraph_pos_[cycle.substr(0, cycle.find(' '))];
+      fail_at(pos.line, pos.column, "subgraph calls recurse: " + cycle);
+    }
+  }
+
+  // `(inputs):` nodes `return (...)` into graph_.
+  void parse_body() {
     expect('(');
     skip_space();
     if (peek() != ')') {
@@ -283,12 +341,8 @@ class Parser {
       } while (accept(','));
     }
     expect(')');
-    skip_space();
-    if (!at_end()) fail("unexpected text after 'return (...)'");
-    return std::move(graph_);
   }
 
- private:
   [[noreturn]] void fail(const std::string& message) { fail_at(line_, col_, message); }
   [[noreturn]] void fail_at(int line, int col, const std::string& message) {
     throw ParseError(source_, line, col, message);
@@ -411,7 +465,7 @@ class Parser {
   void parse_mesh() {
     expect_word("mesh");
     const int line = line_;
-    if (graph_->mesh()) fail_at(line, 1, "the graph declares its mesh twice");
+    if (top_->mesh()) fail_at(line, 1, "the graph declares its mesh twice");
     MeshInfo mesh;
     int64_t world = 1;
     do {
@@ -438,7 +492,7 @@ class Parser {
     mesh.rank = parse_int();
     if (mesh.rank < 0 || mesh.rank >= world)
       fail_at(rline, rcol, "rank " + std::to_string(mesh.rank) + " is outside the mesh's " + std::to_string(world) + " ranks");
-    graph_->set_mesh(std::move(mesh));
+    top_->set_mesh(std::move(mesh));
   }
 
   // placed(S(0), R, P(sum)) after a type: one entry per mesh dim.
@@ -447,7 +501,7 @@ class Parser {
     if (!peek_word("placed")) return placements;
     const int line = line_, col = col_;
     expect_word("placed");
-    if (!graph_->mesh()) fail_at(line, col, "placements need a 'mesh' line before the graph");
+    if (!top_->mesh()) fail_at(line, col, "placements need a 'mesh' line before the graph");
     if (type != ValueType::Tensor) fail_at(line, col, "only tensor values have placements");
     return parse_placement_tuple(line, col, meta ? static_cast<int64_t>(meta->sizes.size()) : -1);
   }
@@ -479,7 +533,7 @@ class Parser {
       placements.push_back(*p);
     } while (accept(','));
     expect(')');
-    if (placements.size() != graph_->mesh()->dims.size())
+    if (placements.size() != top_->mesh()->dims.size())
       fail_at(line, col, std::to_string(placements.size()) + " placements for a mesh of " +
                              std::to_string(graph_->mesh()->dims.size()) + " dims");
     return placements;
@@ -512,8 +566,8 @@ class Parser {
     if (!symbol.hint_admissible())
       fail_at(line, col, "symbol " + symbol.name + ": hint " + std::to_string(symbol.hint) + " is not admissible (" +
                              symbol.to_string() + ")");
-    if (graph_->find_symbol(symbol.name)) fail_at(line, col, "symbol " + symbol.name + " is declared twice");
-    graph_->add_symbol(symbol);
+    if (top_->find_symbol(symbol.name)) fail_at(line, col, "symbol " + symbol.name + " is declared twice");
+    top_->add_symbol(symbol);
   }
 
   // claim KIND "PASS" "SUBJECT" "DESCRIPTION" [forall(i0 < EXPR, ...)]: EXPR
@@ -535,7 +589,7 @@ class Parser {
     while (!at_end() && peek() != '\n') advance();
     claim.condition = parse_expr_text(std::string(text_.substr(start, pos_ - start)), line, col, claim.index_names());
     if (!claim.condition.is_boolean()) fail_at(line, col, "claim condition is not a boolean expression");
-    graph_->add_claim(std::move(claim));
+    top_->add_claim(std::move(claim));
   }
 
   // forall(NAME < EXPR, ...): the indices a claim quantifies over, each in [0, EXPR).
@@ -549,7 +603,7 @@ class Parser {
       sym::BoundIndex index;
       index.name = read_word();
       if (index.name.empty()) fail("expected an index name but found " + describe_here());
-      if (graph_->find_symbol(index.name)) fail_at(line, col, "claim index " + index.name + " is a declared symbol");
+      if (top_->find_symbol(index.name)) fail_at(line, col, "claim index " + index.name + " is a declared symbol");
       for (const sym::BoundIndex& other : indices)
         if (other.name == index.name) fail_at(line, col, "claim index " + index.name + " is bound twice");
       try {
@@ -586,7 +640,7 @@ class Parser {
       fail_at(line, col + static_cast<int>(err.column) - 1, std::string("in symbolic expression: ") + err.what());
     }
     for (const std::string& name : e.free_symbols())
-      if (!local.count(name) && !graph_->find_symbol(name))
+      if (!local.count(name) && !top_->find_symbol(name))
         fail_at(line, col, "undeclared symbol " + name + " (declare it with a 'symbol' line)");
     return e;
   }
@@ -684,7 +738,7 @@ class Parser {
     if (symbolic) {
       if (strides.empty()) strides = TensorMeta::contiguous_stride_exprs(sizes);
       try {
-        m.set_symbolic(sizes, strides, graph_->symbol_hints());
+        m.set_symbolic(sizes, strides, top_->symbol_hints());
       } catch (const std::exception& e) {
         fail_at(line, col, e.what());
       }
@@ -925,7 +979,7 @@ class Parser {
       } else if (key == "ac_region") {
         m.ac_region_id = parse_int();
       } else if (key == "wants") {
-        if (!graph_->mesh()) fail_at(value_line, value_col, "wanted placements need a 'mesh' line before the graph");
+        if (!top_->mesh()) fail_at(value_line, value_col, "wanted placements need a 'mesh' line before the graph");
         expect('[');
         do {
           skip_space();
@@ -1024,7 +1078,9 @@ class Parser {
   size_t pos_ = 0;
   int line_ = 1;
   int col_ = 1;
-  std::unique_ptr<Graph> graph_;
+  std::unique_ptr<Graph> top_;
+  Graph* graph_ = nullptr;  // the graph being parsed: top_ or a subgraph body
+  std::map<std::string, SourcePos> subgraph_pos_;
   int list_depth_ = 0;
 };
 

@@ -7,6 +7,8 @@
 // or, for autograd's saved-variable copies that share storage, by their view geometry.
 #include "framework/trace/tracer.h"
 
+#include "framework/ir/subgraph.h"
+
 #include "framework/compat/torch_compat.h"
 #include "framework/exec/op_properties.h"
 #include "framework/exec/schema_args.h"
@@ -605,6 +607,9 @@ TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& f
     graph->add_output(v);
   }
   recorder.propagate_backward_metadata();
+  // Outlined after the flat trace: the FQNs and sequence numbers that tell layers apart
+  // are complete only once the backward metadata has been propagated.
+  if (options.deduplicate_layers) ir::outline_repeated_layers(*graph);
   return TracedProgram(graph, std::move(modules), std::move(state.fqns), state.num_parameters, std::move(args_spec),
                        std::move(result_spec), options.validate);
 }

@@ -21,6 +21,9 @@ struct TraceOptions {
   /// docs/tracer-conformance.md). Off only to show that the conformance checks catch a
   /// tracer that records LibTorch's plain CPU formulas (suites/conformance).
   bool make_fx_backward_formulas = true;
+  /// Trace repeated transformer layers once: after the flat trace, each layer's forward
+  /// and backward runs become calls of shared subgraphs (ir::outline_repeated_layers).
+  bool deduplicate_layers = false;
 };
 
 /// Traces `fn(example_args)`. Module parameters then buffers (by FQN) become the first

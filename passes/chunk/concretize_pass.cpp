@@ -2,7 +2,8 @@
 // scheduling, every symbol takes its hint: guards are evaluated there first (a false one
 // means the graph was rewritten under an assumption that does not hold for the shapes
 // it will run with), then arguments and metadata are substituted, scalar plumbing left
-// dead by the substitution is erased, and nothing may mention a symbol afterwards.
+// dead by the substitution is erased, and nothing may mention a symbol afterwards — in
+// the graph or in any nested subgraph it calls (they share its symbols).
 #include "passes/chunk/chunk_passes.h"
 
 #include "framework/exec/op_properties.h"
@@ -100,47 +101,59 @@ void concretize(ir::Graph& graph, check::PassResult& result, check::Decisions& d
       ++guards;
     }
   }
+  // Every graph of the nest takes the hints: the top graph and each subgraph body (they
+  // share the top graph's symbols). Skipping the bodies is the nested half of bug 9.
+  std::vector<ir::Graph*> graphs{&graph};
+  for (const auto& entry : graph.subgraphs())
+    if (!d.injected("skip-subgraphs")) {
+      graphs.push_back(entry.second.get());
+      d.fire("substitute-in-subgraphs");
+    }
   int64_t substituted = 0;
   const bool keep_input_meta = d.injected("keep-symbolic-input-meta");
-  for (ir::Value* in : graph.inputs()) {
-    if (keep_input_meta || !in->meta() || !in->meta()->is_symbolic()) continue;
-    in->set_meta(concrete(in->meta(), hints, "graph input %" + in->name()));
-    d.fire("substitute-input-meta");
-    ++substituted;
-  }
-  for (ir::Node* n : graph.nodes()) {
-    bool symbolic = false;
-    for (const ir::Arg& a : n->args()) symbolic = symbolic || a.has_symbols();
-    if (symbolic) {
-      std::vector<ir::Arg> args;
-      for (size_t i = 0; i < n->num_args(); ++i)
-        args.push_back(concrete(n->arg(i), hints, "argument " + std::to_string(i) + " of " + node_where(*n)));
-      n->set_args(std::move(args));
-      d.fire("substitute-args");
+  for (ir::Graph* g : graphs) {
+    const std::string in_subgraph = g == &graph ? "" : " in subgraph '" + g->subgraph_name() + "'";
+    for (ir::Value* in : g->inputs()) {
+      if (keep_input_meta || !in->meta() || !in->meta()->is_symbolic()) continue;
+      in->set_meta(concrete(in->meta(), hints, "graph input %" + in->name() + in_subgraph));
+      d.fire("substitute-input-meta");
       ++substituted;
     }
-    for (ir::Value* out : n->outputs())
-      if (out->meta() && out->meta()->is_symbolic()) {
-        out->set_meta(concrete(out->meta(), hints, "the shape of %" + out->name()));
-        d.fire("substitute-shape");
+    for (ir::Node* n : g->nodes()) {
+      bool symbolic = false;
+      for (const ir::Arg& a : n->args()) symbolic = symbolic || a.has_symbols();
+      if (symbolic) {
+        std::vector<ir::Arg> args;
+        for (size_t i = 0; i < n->num_args(); ++i)
+          args.push_back(concrete(n->arg(i), hints, "argument " + std::to_string(i) + " of " + node_where(*n) + in_subgraph));
+        n->set_args(std::move(args));
+        d.fire("substitute-args");
         ++substituted;
       }
+      for (ir::Value* out : n->outputs())
+        if (out->meta() && out->meta()->is_symbolic()) {
+          out->set_meta(concrete(out->meta(), hints, "the shape of %" + out->name() + in_subgraph));
+          d.fire("substitute-shape");
+          ++substituted;
+        }
+    }
   }
   // Scalar plumbing (sizes read off tensors) that only fed symbolic arguments is dead now.
   int64_t erased = 0;
-  for (ir::Node* n = graph.last_node(); n != nullptr;) {
-    ir::Node* prev = n->prev();
-    bool scalar_only = n->num_outputs() > 0;
-    for (const ir::Value* out : n->outputs()) scalar_only = scalar_only && out->type() != ir::ValueType::Tensor;
-    // Widened: a scalar node is erased even with readers left (the erase then fails).
-    if (scalar_only && (!n->has_users() || d.widened("erase-scalar-plumbing")) && !exec::is_mutating(*n) &&
-        !exec::has_side_effects(*n) && !exec::is_random(*n)) {
-      graph.erase(n);
-      d.fire("erase-scalar-plumbing");
-      ++erased;
+  for (ir::Graph* g : graphs)
+    for (ir::Node* n = g->last_node(); n != nullptr;) {
+      ir::Node* prev = n->prev();
+      bool scalar_only = n->num_outputs() > 0;
+      for (const ir::Value* out : n->outputs()) scalar_only = scalar_only && out->type() != ir::ValueType::Tensor;
+      // Widened: a scalar node is erased even with readers left (the erase then fails).
+      if (scalar_only && (!n->has_users() || d.widened("erase-scalar-plumbing")) && !exec::is_mutating(*n) &&
+          !exec::has_side_effects(*n) && !exec::is_random(*n)) {
+        g->erase(n);
+        d.fire("erase-scalar-plumbing");
+        ++erased;
+      }
+      n = prev;
     }
-    n = prev;
-  }
   const bool had_symbols = !graph.symbols().empty() || !graph.claims().empty();
   for (const sym::Symbol& s : std::vector<sym::Symbol>(graph.symbols())) graph.remove_symbol(s.name);
   graph.mutable_claims().clear();
@@ -152,19 +165,22 @@ void concretize(ir::Graph& graph, check::PassResult& result, check::Decisions& d
     for (const std::string& s : symbols) names += (names.empty() ? "" : ", ") + s;
     throw ConcretizeError("symbol " + names + " left in " + where + " after concretization");
   };
-  for (const ir::Value* in : graph.inputs())
-    if (in->meta()) leftover(in->meta()->free_symbols(), "the metadata of graph input %" + in->name());
-  for (const ir::Node* n : graph.nodes()) {
-    for (size_t i = 0; i < n->num_args(); ++i) {
-      std::set<std::string> found;
-      n->arg(i).for_each_symbolic([&](const sym::Expr& e) {
-        auto f = e.free_symbols();
-        found.insert(f.begin(), f.end());
-      });
-      leftover(found, "argument " + std::to_string(i) + " of " + node_where(*n));
+  for (const ir::Graph* g : graphs) {
+    const std::string in_subgraph = g == &graph ? "" : " in subgraph '" + g->subgraph_name() + "'";
+    for (const ir::Value* in : g->inputs())
+      if (in->meta()) leftover(in->meta()->free_symbols(), "the metadata of graph input %" + in->name() + in_subgraph);
+    for (const ir::Node* n : g->nodes()) {
+      for (size_t i = 0; i < n->num_args(); ++i) {
+        std::set<std::string> found;
+        n->arg(i).for_each_symbolic([&](const sym::Expr& e) {
+          auto f = e.free_symbols();
+          found.insert(f.begin(), f.end());
+        });
+        leftover(found, "argument " + std::to_string(i) + " of " + node_where(*n) + in_subgraph);
+      }
+      for (const ir::Value* out : n->outputs())
+        if (out->meta()) leftover(out->meta()->free_symbols(), "the shape of %" + out->name() + in_subgraph);
     }
-    for (const ir::Value* out : n->outputs())
-      if (out->meta()) leftover(out->meta()->free_symbols(), "the shape of %" + out->name());
   }
   result.changed = had_symbols || substituted > 0 || erased > 0;
   result.stats["validated_guards"] = guards;
@@ -239,14 +255,17 @@ void register_chunk_passes(check::PassRegistry& registry) {
                               {"substitute-input-meta", "a graph input's symbolic metadata takes the hints"},
                               {"substitute-args", "a node's symbolic arguments take the hints"},
                               {"substitute-shape", "a node output's symbolic metadata takes the hints"},
-                              {"erase-scalar-plumbing", "a scalar-only node left without readers is erased"}},
+                              {"erase-scalar-plumbing", "a scalar-only node left without readers is erased"},
+                              {"substitute-in-subgraphs", "a nested subgraph's arguments and metadata take the hints too"}},
                              {{"false-guard", "a claim false at the hints is an error"},
                               {"leftover-symbol", "a symbol left anywhere after substitution is an error"}}};
   concretize.injectable_bugs = {
       {"keep-symbolic-input-meta",
        "graph input metadata keeps its symbolic shapes (stale symbols outside node arguments, bug 9)"},
       {"skip-guard-validation", "the recorded guards are not evaluated at the hint, so a false guard goes through "
-                                "(bug 9)"}};
+                                "(bug 9)"},
+      {"skip-subgraphs", "nested subgraphs keep their symbolic arguments and shapes (the nested half of bug 9)"}};
+  concretize.handles_subgraphs = true;
   registry.add(concretize, concretize_pass);
 }
 

@@ -23,6 +23,9 @@ const std::vector<MutantInfo>& chunk_mutants() {
       {"mutant-concretize-accepts-false-guard", "concretize", 9,
        "concretization does not evaluate the recorded guards, so a false guard goes through",
        injected_bug("skip-guard-validation")},
+      {"mutant-concretize-skips-subgraphs", "concretize", 9,
+       "concretization substitutes the top graph only, leaving chunk symbols in nested subgraphs",
+       injected_bug("skip-subgraphs")},
       // The add in place of cat is the chunk pass's own declared rule, widened to live-outs
       // carrying the chunk dimension: no separate switch is needed.
       {"mutant-chunk-adds-chunk-dim", "chunk", 10,
