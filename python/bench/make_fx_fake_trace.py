@@ -15,6 +15,7 @@ RSS of the process.
 import argparse
 import json
 import math
+import os
 import resource
 import sys
 import time
@@ -24,6 +25,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
+
+# The FX bridge's llama (suites/fx/llama_debug.py) holds the RMSNorm both traces share.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "suites", "fx"))
+from llama_debug import RMSNorm  # noqa: E402
 
 # dim, layers, heads, kv heads, ffn_dim_multiplier, multiple_of (torchtitan's llama3 args)
 LLAMA3 = {
@@ -38,16 +43,6 @@ SEQ = 8192
 def ffn_hidden(dim, multiplier, multiple_of):
     hidden = int(multiplier * int(2 * (4 * dim) / 3))
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps=1e-5):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
 def rotate_interleaved(x, cos, sin):
