@@ -2,6 +2,7 @@
 #include "generators/coverage_campaign.h"
 
 #include "framework/check/repro.h"
+#include "framework/ir/subgraph.h"
 #include "generators/chained_allgathers.h"
 #include "generators/cleanup_situations.h"
 #include "generators/cudagraph_situations.h"
@@ -98,6 +99,17 @@ const std::map<std::string, CaseRunner>& campaign_sources() {
          GeneratedCase c = generate_case(seed, ac_coverage_options());
          // remat without rng=replay refuses random ops tagged recomputable: an outcome.
          if (refuses(*c.graph, pipeline, registry)) return std::vector<std::string>{};
+         return check_graph_case(*c.graph, pipeline, c.input_seed, c.int_high, registry);
+       }},
+      {"repeated-layer-programs",
+       [](uint64_t seed, const std::string& pipeline, const check::PassRegistry& registry) {
+         GeneratedCase c = generate_repeated_layer_case(seed);
+         return check_graph_case(*c.graph, pipeline, c.input_seed, c.int_high, registry);
+       }},
+      {"outlined-layer-programs",
+       [](uint64_t seed, const std::string& pipeline, const check::PassRegistry& registry) {
+         GeneratedCase c = generate_repeated_layer_case(seed);
+         ir::outline_repeated_layers(*c.graph);  // nested input for the passes that take one
          return check_graph_case(*c.graph, pipeline, c.input_seed, c.int_high, registry);
        }},
       {"ac-programs-tagged-at-random",
@@ -224,6 +236,11 @@ const std::vector<CampaignEntry>& default_coverage_campaign() {
       {"programs", "cudagraph", 16, 26},
       {"ac-programs", "partition-min-cut,cudagraph", 8, 27},
       {"cudagraph-situations", "", 1, 28},
+      // Layer deduplication on programs whose layers repeat: outlined into shared bodies,
+      // and (already outlined) inlined back; each pass held to its properties, bitwise
+      // included. One pass a line: idempotence reruns a pass on the pipeline's result.
+      {"repeated-layer-programs", "outline-repeated-layers", 24, 29},
+      {"outlined-layer-programs", "inline-subgraphs", 24, 30},
   };
   return campaign;
 }

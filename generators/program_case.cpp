@@ -16,10 +16,9 @@
 
 namespace passcheck::gen {
 
-GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options) {
-  // Sizes cycle through RapidCheck's range so that small and large programs both occur.
-  int size = static_cast<int>(seed % 101);
-  ProgramSpec spec = program_for_seed(seed, options, size);
+namespace {
+
+GeneratedCase case_of_spec(const ProgramSpec& spec, uint64_t seed) {
   auto subject = make_program_subject(spec, seed, c10::Device(c10::DeviceType::CPU));
   trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
   GeneratedCase c;
@@ -28,6 +27,25 @@ GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options) {
   c.int_high = spec.int_high();
   c.description = spec.describe();
   return c;
+}
+
+}  // namespace
+
+GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options) {
+  // Sizes cycle through RapidCheck's range so that small and large programs both occur.
+  int size = static_cast<int>(seed % 101);
+  return case_of_spec(program_for_seed(seed, options, size), seed);
+}
+
+GeneratedCase generate_repeated_layer_case(uint64_t seed, int copies) {
+  ProgramSpec spec = program_for_seed(seed, ac_coverage_options(), static_cast<int>(seed % 101));
+  // Every width-changing op of the first layer keeps the input width, so the layer maps
+  // in_dim to in_dim and its copies chain.
+  LayerSpec layer = spec.layers.empty() ? LayerSpec{} : spec.layers.front();
+  for (OpSpec& op : layer.ops)
+    if (changes_width(op.kind)) op.out = spec.in_dim;
+  spec.layers.assign(static_cast<size_t>(copies), layer);
+  return case_of_spec(spec, seed);
 }
 
 void tag_randomly(ir::Graph& graph, uint64_t seed) {

@@ -54,6 +54,9 @@ struct GeneratedCase {
 
 /// The case for `seed`: the same seed always gives the same case.
 GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options = {});
+/// A decision-coverage program whose first layer runs `copies` times (same operations,
+/// own parameters): identical layer bodies, for the layer deduplication passes.
+GeneratedCase generate_repeated_layer_case(uint64_t seed, int copies = 3);
 
 /// Tags every forward node of `graph` with a recompute policy drawn from `seed`, unsafe
 /// choices included (a buffer update or a random op tagged recomputable), as a user or
