@@ -1,26 +1,39 @@
 #!/usr/bin/env bash
-# GPU build and suites, for the GPU machine, in one call: CUDA LibTorch from the Python
-# torch package, Z3/RapidCheck/GoogleTest/CLI11/json from .gpudeps (made on a Debian
-# machine by ../shared/gpu/bundle-deps.sh). Runs the gpu and model suites (the CUDA-graph
-# suites among them: suites/gpu/cudagraph_cuda_test.cpp on real CUDA graphs,
-# suites/model/cudagraph_training_test.cpp on the replay model), then the CUDA training
-# check and the CUDA-graph bench of docs/performance.md. Writes logs under ${OUT:-out}.
-set -euo pipefail
+# GPU build and suites, for the GPU machine, in one call (its time is short): CUDA LibTorch
+# from that machine's Python torch, Z3/RapidCheck/GoogleTest/CLI11/json/gloo/Boost headers
+# from .gpudeps (made here by ci/gpu_bundle.sh). Builds only the targets it runs, then:
+#   1. the make_fx conformance reference regenerated with that machine's torch, and the
+#      tracer compared against it (the same comparison CI makes against torch 2.15);
+#   2. the gpu suite (CUDA graphs on real CUDA graphs, CUDA memory) and the model suite;
+#   3. llama3 traced vs eager on CUDA, and under partition + the cuda CUDA-graph backend;
+#   4. the CUDA-graph bench, with and without the partitioner.
+# Logs and figures go under ${OUT:-out}; a step that fails is recorded and the rest run.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-TORCH_PREFIX=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-export LD_LIBRARY_PATH=$PWD/.gpudeps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASSCHECK_USE_CCACHE=OFF \
-  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PWD/.gpudeps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 2>&1 | tee "$OUT/configure.log"
-cmake --build build-gpu -j "$(nproc)" 2>&1 | tail -50 | tee "$OUT/build.log"
+PY=${PASSCHECK_GPU_PYTHON:-python3}
+JOBS=$(nproc)
 status=0
-ctest --test-dir build-gpu -L 'gpu|model' --output-on-failure 2>&1 | tee "$OUT/ctest-gpu.log" || status=1
-build-gpu/suites/passcheck_gpu_tests --gtest_filter='CudaGraphs.*' 2>&1 | tee "$OUT/cudagraph-cuda.log" || status=1
-build-gpu/framework/passcheck check --model llama3 --steps 5 --device cuda 2>&1 | tee "$OUT/check-cuda.log" || status=1
-build-gpu/framework/passcheck check --model llama3 --steps 5 --device cuda --pipeline 'partition-min-cut,cudagraph{backend=cuda}' \
-  2>&1 | tee "$OUT/check-cuda-cudagraph.log" || status=1
-build-gpu/framework/passcheck bench --model llama3 --cudagraph cuda --device cuda --repeats 50 2>&1 | tee "$OUT/bench-cudagraph.log" || status=1
-build-gpu/framework/passcheck bench --model llama3 --cudagraph cuda --device cuda --repeats 50 \
-  --pipeline 'partition-min-cut,cudagraph{backend=cuda}' 2>&1 | tee "$OUT/bench-cudagraph-partitioned.log" || status=1
+step() { local name=$1; shift; echo "=== $name: $*"; "$@" > "$OUT/$name.log" 2>&1; local rc=$?; tail -25 "$OUT/$name.log"; echo "=== $name: exit $rc"; [ $rc -eq 0 ] || status=1; return $rc; }
+export LD_LIBRARY_PATH=$PWD/.gpudeps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+$PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' >> "$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASSCHECK_USE_CCACHE=OFF \
+  -DPASSCHECK_PYTHON="$(command -v $PY)" -DCMAKE_PREFIX_PATH="$PWD/.gpudeps/usr" -DTORCH_CUDA_ARCH_LIST=9.0 || exit 1
+step build cmake --build build-gpu -j "$JOBS" --target passcheck passcheck_gpu_tests passcheck_model_tests \
+  passcheck_conformance_tests || exit 1
+build-gpu/framework/passcheck --version | tee "$OUT/version.txt"
+step make_fx_reference $PY python/conformance/make_fx_reference.py --out "$OUT/make_fx_gpu_torch.golden"
+PASSCHECK_MAKE_FX_GOLDEN=$PWD/$OUT/make_fx_gpu_torch.golden step conformance \
+  build-gpu/suites/passcheck_conformance_tests --gtest_brief=1
+step gpu_suite build-gpu/suites/passcheck_gpu_tests --gtest_brief=1
+step model_suite ctest --test-dir build-gpu -L model -j 8 --output-on-failure --timeout 300
+step check_cuda build-gpu/framework/passcheck check --model llama3 --steps 5 --device cuda
+step check_cuda_cudagraph build-gpu/framework/passcheck check --model llama3 --steps 5 --device cuda \
+  --pipeline 'partition-min-cut,cudagraph{backend=cuda}'
+step bench_cudagraph build-gpu/framework/passcheck bench --model llama3 --cudagraph cuda --device cuda --repeats 50
+step bench_cudagraph_partitioned build-gpu/framework/passcheck bench --model llama3 --cudagraph cuda --device cuda \
+  --repeats 50 --pipeline 'partition-min-cut,cudagraph{backend=cuda}'
 exit $status

@@ -140,13 +140,13 @@ std::string build_text(const Spec& s, const std::vector<int64_t>& input_sizes) {
   };
   ir::Value* first;
   if (s.first_is_all_reduce) {
-    first = emit("passcheck::all_reduce", {ir::Arg::of(x), ir::Arg::string("sum"), ir::Arg::string(s.g1)}, cur, "ar");
+    first = emit("_c10d_functional::all_reduce", {ir::Arg::of(x), ir::Arg::string("sum"), ir::Arg::string(s.g1)}, cur, "ar");
   } else {
     const int64_t n1 = size_of(s, s.g1);
     cur = gathered(cur, n1);
-    first = emit("passcheck::all_gather_into_tensor", {ir::Arg::of(x), ir::Arg::integer(n1), ir::Arg::string(s.g1)}, cur, "ag");
+    first = emit("_c10d_functional::all_gather_into_tensor", {ir::Arg::of(x), ir::Arg::integer(n1), ir::Arg::string(s.g1)}, cur, "ag");
   }
-  ir::Value* wait = emit("passcheck::wait_tensor", {ir::Arg::of(first)}, cur, "wait");
+  ir::Value* wait = emit("_c10d_functional::wait_tensor", {ir::Arg::of(first)}, cur, "wait");
   ir::Value* v = wait;
   ir::Value* shared = nullptr;
   for (size_t k = 0; k < s.chain.size(); ++k) {
@@ -163,8 +163,8 @@ std::string build_text(const Spec& s, const std::vector<int64_t>& input_sizes) {
   const int64_t n2 = size_of(s, s.g2);
   // A gather reads its input as laid out; what it returns is contiguous.
   const at::Tensor out = gathered(cur.contiguous(), n2);
-  ir::Value* ag2 = emit("passcheck::all_gather_into_tensor", {ir::Arg::of(v), ir::Arg::integer(n2), ir::Arg::string(s.g2)}, out, "ag2");
-  g.add_output(emit("passcheck::wait_tensor", {ir::Arg::of(ag2)}, out, "out"));
+  ir::Value* ag2 = emit("_c10d_functional::all_gather_into_tensor", {ir::Arg::of(v), ir::Arg::integer(n2), ir::Arg::string(s.g2)}, out, "ag2");
+  g.add_output(emit("_c10d_functional::wait_tensor", {ir::Arg::of(ag2)}, out, "out"));
   if (s.return_wait) g.add_output(wait);
   if (s.return_chain_value && shared) g.add_output(shared);
   return g.print();

@@ -354,9 +354,9 @@ Motif sac_tag_motif(Draw& d, const std::string& decision, bool collective) {
              "%h : " + x + " = aten::relu(%a)" + ac_meta("forward", layer)};
   if (collective) {
     m.executable = false;
-    const std::string c = d.one_of<std::string>({"passcheck::all_reduce(%h, \"sum\", \"dp\")",
-                                                 "passcheck::all_reduce(%h, \"max\", \"dp\")"});
-    const std::string wait = "passcheck::wait_tensor(%c)";
+    const std::string c = d.one_of<std::string>({"_c10d_functional::all_reduce(%h, \"sum\", \"dp\")",
+                                                 "_c10d_functional::all_reduce(%h, \"max\", \"dp\")"});
+    const std::string wait = "_c10d_functional::wait_tensor(%c)";
     m.variant = "policy " + policy + ", " + c;
     m.lines.push_back("%c : " + x + " = " + c + ac_meta("forward", layer));
     m.lines.push_back("%r : " + x + " = " + wait + ac_meta("forward", layer));

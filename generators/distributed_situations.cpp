@@ -10,8 +10,8 @@ namespace passcheck::gen {
 const char* fsdp_joint_graph() {
   return R"(mesh dp=4 rank 0
 graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 8], arg %grad : f32[2, 16]):
-  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")
-  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
+  %ag : f32[16, 8] = _c10d_functional::all_gather_into_tensor(%w, 4, "dp")
+  %wait : f32[16, 8] = _c10d_functional::wait_tensor(%ag)
   %t : f32[8, 16]{1, 8} = aten::t(%wait)
   %mm : f32[2, 16] = aten::mm(%x, %t)
   %t_1 : f32[16, 8] = aten::t(%t)  #{phase=backward}
@@ -29,16 +29,16 @@ const std::vector<DistributedSituation>& distributed_situations() {
       {"fsdp-cast", R"(mesh dp=4 rank 0
 graph(param %w : f32[4, 8] placed(S(0)), arg %x : bf16[2, 16]):
   %cast : bf16[4, 8] = aten::_to_copy(%w, torch.bfloat16, None, None, None, False, None)
-  %ag : bf16[16, 8] = passcheck::all_gather_into_tensor(%cast, 4, "dp")
-  %wait : bf16[16, 8] = passcheck::wait_tensor(%ag)
+  %ag : bf16[16, 8] = _c10d_functional::all_gather_into_tensor(%cast, 4, "dp")
+  %wait : bf16[16, 8] = _c10d_functional::wait_tensor(%ag)
   %mm : bf16[2, 8] = aten::mm(%x, %wait)
   return (%mm)
 )",
        "force-recompute-fsdp-all-gather"},
       {"fsdp-force-save", R"(mesh dp=4 rank 0
 graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 8]):
-  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")
-  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
+  %ag : f32[16, 8] = _c10d_functional::all_gather_into_tensor(%w, 4, "dp")
+  %wait : f32[16, 8] = _c10d_functional::wait_tensor(%ag)
   %permute : f32[8, 16]{1, 8} = aten::permute(%wait, [1, 0])
   %mm : f32[2, 16] = aten::mm(%x, %permute)
   return (%mm)
@@ -48,10 +48,10 @@ graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 8]):
       {"fsdp-not-unshards", R"(mesh dp=4 rank 0
 graph(param %w : f32[4, 8] placed(S(0)), arg %a : f32[4, 4]):
   %pre : f32[4, 8] = aten::mm(%a, %w)
-  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%pre, 4, "dp")
-  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
-  %ag_1 : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")  #{phase=backward}
-  %wait_1 : f32[16, 8] = passcheck::wait_tensor(%ag_1)  #{phase=backward}
+  %ag : f32[16, 8] = _c10d_functional::all_gather_into_tensor(%pre, 4, "dp")
+  %wait : f32[16, 8] = _c10d_functional::wait_tensor(%ag)
+  %ag_1 : f32[16, 8] = _c10d_functional::all_gather_into_tensor(%w, 4, "dp")  #{phase=backward}
+  %wait_1 : f32[16, 8] = _c10d_functional::wait_tensor(%ag_1)  #{phase=backward}
   return (%wait, %wait_1)
 )",
        "force-recompute-fsdp-all-gather"},
@@ -76,21 +76,21 @@ graph(arg %x : f32[4, 8] placed(S(0), S(0)), arg %y : f32[4, 8]):
       {"prefetch", R"(mesh dp=2 rank 0
 graph(param %w : f32[2, 4] placed(S(0)), param %v : f32[2, 4] placed(S(0)), arg %x : f32[4, 4]):
   %mm : f32[4, 4] = aten::mm(%x, %x)
-  %ag : f32[4, 4] = passcheck::all_gather_into_tensor(%w, 2, "dp")
-  %wait : f32[4, 4] = passcheck::wait_tensor(%ag)
+  %ag : f32[4, 4] = _c10d_functional::all_gather_into_tensor(%w, 2, "dp")
+  %wait : f32[4, 4] = _c10d_functional::wait_tensor(%ag)
   %noisy : f32[2, 4] = aten::bernoulli(%v, None)
-  %ag_1 : f32[4, 4] = passcheck::all_gather_into_tensor(%noisy, 2, "dp")
-  %wait_1 : f32[4, 4] = passcheck::wait_tensor(%ag_1)
+  %ag_1 : f32[4, 4] = _c10d_functional::all_gather_into_tensor(%noisy, 2, "dp")
+  %wait_1 : f32[4, 4] = _c10d_functional::wait_tensor(%ag_1)
   %mm_1 : f32[4, 4] = aten::mm(%mm, %wait)
   %mm_2 : f32[4, 4] = aten::mm(%mm_1, %wait_1)
-  %rs : f32[2, 4] = passcheck::reduce_scatter_tensor(%mm_2, "sum", 2, "dp")  #{phase=backward}
-  %wait_2 : f32[2, 4] = passcheck::wait_tensor(%rs)  #{phase=backward}
-  %rs_1 : f32[2, 4] = passcheck::reduce_scatter_tensor(%mm_1, "sum", 2, "dp")  #{phase=backward}
-  %wait_3 : f32[2, 4] = passcheck::wait_tensor(%rs_1)  #{phase=backward}
+  %rs : f32[2, 4] = _c10d_functional::reduce_scatter_tensor(%mm_2, "sum", 2, "dp")  #{phase=backward}
+  %wait_2 : f32[2, 4] = _c10d_functional::wait_tensor(%rs)  #{phase=backward}
+  %rs_1 : f32[2, 4] = _c10d_functional::reduce_scatter_tensor(%mm_1, "sum", 2, "dp")  #{phase=backward}
+  %wait_3 : f32[2, 4] = _c10d_functional::wait_tensor(%rs_1)  #{phase=backward}
   %early : f32[2, 4] = aten::neg(%wait_3)  #{phase=backward}
   %mm_3 : f32[4, 4] = aten::mm(%mm_2, %x)  #{phase=backward}
-  %rs_2 : f32[2, 4] = passcheck::reduce_scatter_tensor(%mm_3, "sum", 2, "dp")  #{phase=backward}
-  %wait_4 : f32[2, 4] = passcheck::wait_tensor(%rs_2)  #{phase=backward}
+  %rs_2 : f32[2, 4] = _c10d_functional::reduce_scatter_tensor(%mm_3, "sum", 2, "dp")  #{phase=backward}
+  %wait_4 : f32[2, 4] = _c10d_functional::wait_tensor(%rs_2)  #{phase=backward}
   return (%wait_2, %early, %wait_4)
 )",
        "prefetch-fsdp-all-gathers{bucket-reduce-scatters=3}"},
@@ -102,8 +102,8 @@ graph(arg %x : f32[4, 4], arg %y : f32[4, 4]):
   %mm_1 : f32[4, 4] = aten::mm(%mm, %x)  #{custom={"schedule_rank": "1", "schedule_rs_before": ""}}
   %mm_2 : f32[4, 4] = aten::mm(%y, %y)  #{custom={"schedule_rank": "2", "schedule_rs_before": "rs"}}
   %mm_3 : f32[4, 4] = aten::mm(%mm_2, %y)  #{custom={"schedule_rank": "3", "schedule_rs_before": "mm"}}
-  %rs : f32[2, 4] = passcheck::reduce_scatter_tensor(%mm_1, "sum", 2, "dp")
-  %wait : f32[2, 4] = passcheck::wait_tensor(%rs)
+  %rs : f32[2, 4] = _c10d_functional::reduce_scatter_tensor(%mm_1, "sum", 2, "dp")
+  %wait : f32[2, 4] = _c10d_functional::wait_tensor(%rs)
   return (%wait, %mm_3)
 )",
        "cap-compute-batch-size{max-consecutive=2}"},

@@ -115,9 +115,9 @@ std::string fsdp_graph(int dp, int rank, int params, const std::vector<std::vect
                                     "bf16");
     }
     TextValue ag = b.node("ag", {rows, cols}, contiguous({rows, cols}), gathered_from.dtype,
-                          "passcheck::all_gather_into_tensor(%" + gathered_from.name + ", " + std::to_string(dp) +
+                          "_c10d_functional::all_gather_into_tensor(%" + gathered_from.name + ", " + std::to_string(dp) +
                               ", \"dp\")");
-    TextValue v = b.elementwise("wait", ag, "passcheck::wait_tensor(%" + ag.name + ")");
+    TextValue v = b.elementwise("wait", ag, "_c10d_functional::wait_tensor(%" + ag.name + ")");
     for (size_t k = 0; k < chains[p].size(); ++k) {
       v = chain_op(b, v, chains[p][k]);
       if (static_cast<int>(k) == cuts[p]) {

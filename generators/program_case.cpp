@@ -4,7 +4,6 @@
 #include "generators/program_case.h"
 
 #include "framework/check/chunk_properties.h"
-#include "framework/compat/torch_compat.h"
 #include "generators/program.h"
 #include "oracles/chunked_training.h"
 #include "oracles/symbolic_trace.h"
@@ -231,7 +230,7 @@ ChunkCaseResult run_chunk_case(const ChunkCase& c, const check::PassRegistry& re
       report = oracles::run_graph_chunked_vs_eager_chunked(options);
       result.report = report.format();
     } catch (const c10::Error& e) {
-      error = compat::error_message(e);
+      error = e.what_without_backtrace();
     } catch (const std::exception& e) {
       error = e.what();
     }

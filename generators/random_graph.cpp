@@ -155,7 +155,7 @@ rc::Gen<NodeRecipe> node_recipe_gen() {
     n.op = *choose_value<std::string>(
         {"aten::mm", "aten::add.Tensor", "aten::split.Tensor", "aten::gelu", "aten::sum.dim_IntList",
          "aten::_to_copy", "aten::native_layer_norm", "aten::empty.memory_format", "aten::t", "aten::view",
-         "passcheck::all_gather_into_tensor", "passcheck::wait_tensor", "prims::convert_element_type"});
+         "_c10d_functional::all_gather_into_tensor", "_c10d_functional::wait_tensor", "prims::convert_element_type"});
     n.args = *up_to<std::vector<Arg>>(24, arg_gen(2, true));
     // Zero-output nodes (collectives, in-place ops) are rare but must survive the text form.
     const auto output_count = *choose_value<std::size_t>({{6, 1}, {2, 2}, {1, 3}, {1, 0}});

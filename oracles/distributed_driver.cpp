@@ -27,11 +27,11 @@ CollectiveCounts count_collectives(const ir::Graph& graph) {
   CollectiveCounts c;
   for (const ir::Node* n : graph.nodes()) {
     const std::string& op = n->op();
-    if (op == "passcheck::all_gather_into_tensor") ++c.all_gather;
-    else if (op == "passcheck::reduce_scatter_tensor") ++c.reduce_scatter;
-    else if (op == "passcheck::all_reduce") ++c.all_reduce;
-    else if (op == "passcheck::all_to_all_single") ++c.all_to_all;
-    else if (op == "passcheck::wait_tensor") ++c.wait;
+    if (op == "_c10d_functional::all_gather_into_tensor") ++c.all_gather;
+    else if (op == "_c10d_functional::reduce_scatter_tensor") ++c.reduce_scatter;
+    else if (op == "_c10d_functional::all_reduce") ++c.all_reduce;
+    else if (op == "_c10d_functional::all_to_all_single") ++c.all_to_all;
+    else if (op == "_c10d_functional::wait_tensor") ++c.wait;
   }
   return c;
 }
@@ -95,7 +95,7 @@ RankDriverReport run_rank_traced_vs_eager(DriverOptions options) {
     if (transform) transform(program);
     report.collectives = count_collectives(program.graph());
     for (const ir::Node* n : program.graph().nodes())
-      if (n->op().rfind("passcheck::", 0) == 0 && n->meta().module_fqn.empty()) ++report.collectives_without_module;
+      if (n->op().rfind("_c10d_functional::", 0) == 0 && n->meta().module_fqn.empty()) ++report.collectives_without_module;
     barrier(plan);
   };
   report.driver = run_traced_vs_eager(options);

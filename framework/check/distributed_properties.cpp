@@ -12,8 +12,8 @@ namespace passcheck::check {
 
 namespace {
 
-constexpr const char* kAllGather = "passcheck::all_gather_into_tensor";
-constexpr const char* kWait = "passcheck::wait_tensor";
+constexpr const char* kAllGather = "_c10d_functional::all_gather_into_tensor";
+constexpr const char* kWait = "_c10d_functional::wait_tensor";
 
 bool is_forward_like(const ir::Node& n) {
   return n.meta().phase == ir::Phase::Forward || n.meta().phase == ir::Phase::Loss;

@@ -16,12 +16,12 @@ namespace passcheck::check {
 /// Distinct values among a node's operands (add(w, w) has one).
 size_t distinct_operands(const ir::Node& node);
 
-/// When `all_gather` (a passcheck::all_gather_into_tensor) reads a graph input through
+/// When `all_gather` (a _c10d_functional::all_gather_into_tensor) reads a graph input through
 /// nodes that each have exactly one distinct input: those nodes, the input's reader first
 /// (empty when it reads the input directly). nullopt otherwise.
 std::optional<std::vector<ir::Node*>> fsdp_unshard_chain(const ir::Node& all_gather);
 
-/// The all_gather of an FSDP wait (a passcheck::wait_tensor whose input is an all_gather
+/// The all_gather of an FSDP wait (a _c10d_functional::wait_tensor whose input is an all_gather
 /// with an FSDP unshard chain); null when `wait` is not one.
 ir::Node* fsdp_all_gather_of(const ir::Node& wait);
 

@@ -61,7 +61,8 @@ std::string where(const std::string& source, const ir::Value& value) {
 void check_node(const ir::Node& node, const std::string& source, std::vector<std::string>& problems) {
   const std::optional<c10::OperatorHandle> handle = exec::find_operator(node.op());
   if (!handle) {
-    problems.push_back(where(source, node) + "unknown operator '" + node.op() + "'");
+    const std::string renamed = exec::former_operator_message(node.op());
+    problems.push_back(where(source, node) + (renamed.empty() ? "unknown operator '" + node.op() + "'" : renamed));
     return;
   }
   const c10::FunctionSchema& schema = handle->schema();

@@ -134,22 +134,22 @@ class Verifier {
   // A collective's result is defined only once its wait_tensor ran (on every backend):
   // every use of it must be that wait.
   void check_collective_waits(const Node& n) {
-    static const std::string wait = "passcheck::wait_tensor";
-    if (n.op().rfind("passcheck::", 0) != 0 || n.op() == wait || !exec::is_collective(n)) return;
+    static const std::string wait = "_c10d_functional::wait_tensor";
+    if (n.op().rfind("_c10d_functional::", 0) != 0 || n.op() == wait || !exec::is_collective(n)) return;
     for (size_t i = 0; i < n.num_outputs(); ++i) {
       const Value* out = n.output(i);
       bool waited = false;
       for (const ir::Use& u : out->uses()) {
         if (u.is_graph_output()) {
-          issue("the result of " + quoted(n) + " is a graph output without passcheck::wait_tensor");
+          issue("the result of " + quoted(n) + " is a graph output without _c10d_functional::wait_tensor");
         } else if (u.user->op() != wait) {
           issue("the result of " + quoted(n) + " is used by " + quoted(*u.user) +
-                " without passcheck::wait_tensor: its values are undefined until the wait");
+                " without _c10d_functional::wait_tensor: its values are undefined until the wait");
         } else {
           waited = true;
         }
       }
-      if (!waited) issue("the result of " + quoted(n) + " is never waited for (no passcheck::wait_tensor)");
+      if (!waited) issue("the result of " + quoted(n) + " is never waited for (no _c10d_functional::wait_tensor)");
     }
   }
 

@@ -11,7 +11,6 @@
 #include "framework/check/pipeline.h"
 #include "framework/check/repro.h"
 #include "framework/cli/graph_tools.h"
-#include "framework/compat/torch_compat.h"
 #include "framework/exec/executor.h"
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
@@ -70,7 +69,7 @@ int guarded(const char* command, const std::function<int()>& body) {
     std::cerr << "passcheck " << command << ": " << (e.line() > 0 ? "malformed repro file: " : "error: ") << e.what()
               << "\n";
   } catch (const c10::Error& e) {
-    std::cerr << "passcheck " << command << ": error: " << compat::error_message(e) << "\n";
+    std::cerr << "passcheck " << command << ": error: " << e.what_without_backtrace() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "passcheck " << command << ": error: " << e.what() << "\n";
   }

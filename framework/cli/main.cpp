@@ -80,7 +80,9 @@ void add_model_variant_options(CLI::App* cmd, int64_t& n_layers, std::string& dt
 int main(int argc, char** argv) {
   using namespace passcheck::cli;
   CLI::App app{"passcheck: verify graph passes over PyTorch training graphs bit for bit"};
-  app.set_version_flag("--version", std::string("passcheck ") + PASSCHECK_VERSION);
+  app.set_version_flag("--version", std::string("passcheck ") + PASSCHECK_VERSION + " (torch " +
+                                        PASSCHECK_BUILT_WITH_TORCH + ", CUDA " + PASSCHECK_BUILT_WITH_CUDA + ", NCCL " +
+                                        PASSCHECK_BUILT_WITH_NCCL + ")");
   app.require_subcommand(1);
 
   TraceArgs trace;

@@ -30,6 +30,9 @@
 #include <optional>
 #include <thread>
 
+#ifndef PASSCHECK_BUILD_PYTHON
+#define PASSCHECK_BUILD_PYTHON "python3"
+#endif
 #ifndef PASSCHECK_PYTHON_DIR
 #define PASSCHECK_PYTHON_DIR ""
 #endif
@@ -54,9 +57,12 @@ enum WorkerExit : int {
   kWorkerVanished = 1000
 };
 
+// The interpreter that runs Python passes: PASSCHECK_PYTHON in the environment, else the
+// Python whose torch this binary was built against (its LibTorch and the pass's torch
+// must be the same release for graphs to mean the same operators).
 std::string python_interpreter() {
   const char* v = std::getenv("PASSCHECK_PYTHON");
-  return v && *v ? v : "/usr/bin/python3";
+  return v && *v ? v : PASSCHECK_BUILD_PYTHON;
 }
 
 // The directory holding passcheck_fx: PASSCHECK_PYTHON_DIR in the environment, else the

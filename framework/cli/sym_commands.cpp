@@ -7,7 +7,6 @@
 #include "framework/check/verifier.h"
 #include "framework/cli/graph_tools.h"
 #include "framework/cli/report_commands.h"
-#include "framework/compat/torch_compat.h"
 #include "framework/ir/text.h"
 #include "framework/sym/prover.h"
 #include "oracles/chunked_training.h"

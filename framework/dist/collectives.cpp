@@ -1,16 +1,17 @@
-// Kernels of the passcheck:: collective operators (CPU and CUDA: resolve the group
-// against the calling rank's mesh, validate, hand over to the rank's Communicator),
-// their autograd formulas (collectives.h), the per-thread rank context, and the C++
-// calls through the dispatcher.
+// The C++ calls of PyTorch's functional collectives (collectives.h) with their autograd
+// formulas, and the per-thread rank context that registers a rank's c10d groups.
 #include "framework/dist/collectives.h"
 
+#include "framework/dist/c10d_backend.h"
 #include "framework/exec/passcheck_ops.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <ATen/core/stack.h>
 #include <torch/csrc/autograd/custom_function.h>
-#include <torch/library.h>
+
+#include <map>
+#include <mutex>
 
 #include <algorithm>
 #include <stdexcept>
@@ -100,94 +101,93 @@ const RankContext& current_rank() {
 const RankContext* current_rank_or_null() { return t_current_rank; }
 
 RankScope::RankScope(RankContext context) : context_(std::move(context)), previous_(t_current_rank) {
-  ensure_collectives_registered();
   if (!context_.communicator) throw std::logic_error("RankScope needs a communicator");
+  groups_ = std::make_unique<RankGroups>(context_);
   t_current_rank = &context_;
 }
 
-RankScope::~RankScope() { t_current_rank = previous_; }
+RankScope::~RankScope() {
+  groups_.reset();
+  t_current_rank = previous_;
+}
 
 void MetaOnlyCommunicator::refuse(const char* op, const Group& group) const {
   throw std::logic_error(std::string(op) + " on group '" + group.name + "' reached rank " + std::to_string(rank_) +
                          "'s communicator, but this rank is only traced on the meta device (no backend)");
 }
-at::Tensor MetaOnlyCommunicator::all_gather(const at::Tensor&, const Group& g) { refuse("all_gather_into_tensor", g); }
-at::Tensor MetaOnlyCommunicator::reduce_scatter(const at::Tensor&, ReduceOp, const Group& g) {
+void MetaOnlyCommunicator::all_gather(const at::Tensor&, const at::Tensor&, const Group& g) {
+  refuse("all_gather_into_tensor", g);
+}
+void MetaOnlyCommunicator::reduce_scatter(const at::Tensor&, const at::Tensor&, ReduceOp, const Group& g) {
   refuse("reduce_scatter_tensor", g);
 }
-at::Tensor MetaOnlyCommunicator::all_reduce(const at::Tensor&, ReduceOp, const Group& g) { refuse("all_reduce", g); }
-at::Tensor MetaOnlyCommunicator::all_to_all(const at::Tensor&, const std::vector<int64_t>&, const std::vector<int64_t>&,
-                                            const Group& g) {
+void MetaOnlyCommunicator::all_reduce(const at::Tensor&, const at::Tensor&, ReduceOp, const Group& g) {
+  refuse("all_reduce", g);
+}
+void MetaOnlyCommunicator::all_to_all(const at::Tensor&, const at::Tensor&, const std::vector<int64_t>&,
+                                      const std::vector<int64_t>&, const Group& g) {
   refuse("all_to_all_single", g);
-}
-
-// ---- kernels ---------------------------------------------------------------------------
-
-namespace {
-
-Communicator& communicator() { return *current_rank().communicator; }
-
-at::Tensor all_gather_kernel(const at::Tensor& input, int64_t group_size, c10::string_view group_name) {
-  Group g = current_rank().resolve(std::string(group_name), group_size);
-  exec::all_gather_result_sizes(input.sizes().vec(), group_size);
-  return communicator().all_gather(input.contiguous(), g);
-}
-
-at::Tensor reduce_scatter_kernel(const at::Tensor& input, c10::string_view reduce_op, int64_t group_size,
-                                 c10::string_view group_name) {
-  ReduceOp op = parse_reduce_op(std::string(reduce_op));
-  Group g = current_rank().resolve(std::string(group_name), group_size);
-  exec::reduce_scatter_result_sizes(input.sizes().vec(), group_size);
-  return communicator().reduce_scatter(input.contiguous(), op, g);
-}
-
-at::Tensor all_reduce_kernel(const at::Tensor& input, c10::string_view reduce_op, c10::string_view group_name) {
-  ReduceOp op = parse_reduce_op(std::string(reduce_op));
-  Group g = current_rank().resolve(std::string(group_name));
-  return communicator().all_reduce(input.contiguous(), op, g);
-}
-
-at::Tensor all_to_all_kernel(const at::Tensor& input, at::IntArrayRef output_splits, at::IntArrayRef input_splits,
-                             c10::string_view group_name) {
-  Group g = current_rank().resolve(std::string(group_name));
-  std::vector<int64_t> out(output_splits.begin(), output_splits.end()), in(input_splits.begin(), input_splits.end());
-  for (const auto* splits : {&out, &in})
-    if (!splits->empty() && static_cast<int64_t>(splits->size()) != g.size())
-      throw std::invalid_argument("passcheck::all_to_all_single: " + std::to_string(splits->size()) +
-                                  " split sizes for group '" + g.name + "' of " + std::to_string(g.size()) +
-                                  " members");
-  if (in.empty() && (input.dim() == 0 || input.size(0) % g.size() != 0))
-    throw std::invalid_argument("passcheck::all_to_all_single: equal splits need dim 0 of the input (" +
-                                (input.dim() ? std::to_string(input.size(0)) : std::string("a scalar")) +
-                                ") divisible by the group size " + std::to_string(g.size()));
-  exec::all_to_all_result_sizes(input.sizes().vec(), out, in);
-  return communicator().all_to_all(input.contiguous(), out, in, g);
-}
-
-at::Tensor wait_tensor_kernel(const at::Tensor& t) {
-  communicator().wait(t);
-  return t;
 }
 
 // ---- autograd --------------------------------------------------------------------------
 
+namespace {
+
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Calls below autograd (the kernels above), as an autograd kernel must.
-template <typename F>
-at::Tensor below_autograd(F&& f) {
-  at::AutoDispatchBelowADInplaceOrView guard;
-  return f();
+c10::OperatorHandle op_handle(const char* name) {
+  auto handle = c10::Dispatcher::singleton().findSchema({std::string("_c10d_functional::") + name, ""});
+  if (!handle) throw std::logic_error(std::string("_c10d_functional::") + name + " is not registered in this LibTorch");
+  return *handle;
 }
+
+// The operators themselves, through the dispatcher (so the tracer records them), boxed:
+// their group argument is `str` in torch 2.11 and `Any` in 2.15, and a name fits both. A
+// custom Function's forward runs with grad mode off, so these see no autograd.
+at::Tensor call_boxed(const char* name, std::vector<c10::IValue> args) {
+  static std::mutex mutex;
+  static std::map<std::string, c10::OperatorHandle> handles;
+  c10::OperatorHandle op = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = handles.find(name);
+    if (it == handles.end()) it = handles.emplace(name, op_handle(name)).first;
+    return it->second;
+  }();
+  torch::jit::Stack stack(std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  op.callBoxed(&stack);
+  return stack.back().toTensor();
+}
+
+c10::IValue splits(const std::vector<int64_t>& sizes) {
+  c10::List<int64_t> list;
+  for (int64_t s : sizes) list.push_back(s);
+  return c10::IValue(list);
+}
+
+at::Tensor call_all_gather(const at::Tensor& input, int64_t group_size, const std::string& group_name) {
+  return call_boxed("all_gather_into_tensor", {input.contiguous(), group_size, group_name});
+}
+at::Tensor call_reduce_scatter(const at::Tensor& input, const std::string& reduce_op, int64_t group_size,
+                               const std::string& group_name) {
+  return call_boxed("reduce_scatter_tensor", {input.contiguous(), reduce_op, group_size, group_name});
+}
+at::Tensor call_all_reduce(const at::Tensor& input, const std::string& reduce_op, const std::string& group_name) {
+  return call_boxed("all_reduce", {input, reduce_op, group_name});
+}
+at::Tensor call_all_to_all(const at::Tensor& input, const std::vector<int64_t>& output_splits,
+                           const std::vector<int64_t>& input_splits, const std::string& group_name) {
+  return call_boxed("all_to_all_single", {input.contiguous(), splits(output_splits), splits(input_splits), group_name});
+}
+at::Tensor call_wait(const at::Tensor& t) { return call_boxed("wait_tensor", {t}); }
 
 class AllGatherFunction : public torch::autograd::Function<AllGatherFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, int64_t group_size,
-                            c10::string_view group_name) {
+                            const std::string& group_name) {
     ctx->saved_data["n"] = group_size;
-    ctx->saved_data["g"] = std::string(group_name);
-    return below_autograd([&] { return all_gather_into_tensor(input, group_size, std::string(group_name)); });
+    ctx->saved_data["g"] = group_name;
+    return call_all_gather(input, group_size, group_name);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     int64_t n = ctx->saved_data["n"].toInt();
@@ -198,19 +198,18 @@ class AllGatherFunction : public torch::autograd::Function<AllGatherFunction> {
 
 class ReduceScatterFunction : public torch::autograd::Function<ReduceScatterFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, c10::string_view reduce_op,
-                            int64_t group_size, c10::string_view group_name) {
-    ctx->saved_data["op"] = std::string(reduce_op);
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const std::string& reduce_op,
+                            int64_t group_size, const std::string& group_name) {
+    ctx->saved_data["op"] = reduce_op;
     ctx->saved_data["n"] = group_size;
-    ctx->saved_data["g"] = std::string(group_name);
-    return below_autograd(
-        [&] { return reduce_scatter_tensor(input, std::string(reduce_op), group_size, std::string(group_name)); });
+    ctx->saved_data["g"] = group_name;
+    return call_reduce_scatter(input, reduce_op, group_size, group_name);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     std::string op = ctx->saved_data["op"].toStringRef();
     int64_t n = ctx->saved_data["n"].toInt();
     if (op != "sum" && op != "avg")
-      throw std::invalid_argument("passcheck::reduce_scatter_tensor with reduce_op '" + op +
+      throw std::invalid_argument("reduce_scatter_tensor with reduce_op '" + op +
                                   "' is not differentiable (sum and avg are)");
     at::Tensor g = wait_tensor(all_gather_into_tensor(grads[0], n, ctx->saved_data["g"].toStringRef()));
     if (op == "avg") g = g.div(n);
@@ -220,23 +219,21 @@ class ReduceScatterFunction : public torch::autograd::Function<ReduceScatterFunc
 
 class AllReduceFunction : public torch::autograd::Function<AllReduceFunction> {
  public:
-  static at::Tensor forward(AutogradContext*, const at::Tensor& input, c10::string_view reduce_op,
-                            c10::string_view group_name) {
-    return below_autograd([&] { return all_reduce(input, std::string(reduce_op), std::string(group_name)); });
+  static at::Tensor forward(AutogradContext*, const at::Tensor& input, const std::string& reduce_op,
+                            const std::string& group_name) {
+    return call_all_reduce(input, reduce_op, group_name);
   }
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], at::Tensor(), at::Tensor()}; }
 };
 
 class AllToAllFunction : public torch::autograd::Function<AllToAllFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, at::IntArrayRef output_splits,
-                            at::IntArrayRef input_splits, c10::string_view group_name) {
-    ctx->saved_data["out"] = output_splits.vec();
-    ctx->saved_data["in"] = input_splits.vec();
-    ctx->saved_data["g"] = std::string(group_name);
-    return below_autograd([&] {
-      return all_to_all_single(input, output_splits.vec(), input_splits.vec(), std::string(group_name));
-    });
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const std::vector<int64_t>& output_splits,
+                            const std::vector<int64_t>& input_splits, const std::string& group_name) {
+    ctx->saved_data["out"] = output_splits;
+    ctx->saved_data["in"] = input_splits;
+    ctx->saved_data["g"] = group_name;
+    return call_all_to_all(input, output_splits, input_splits, group_name);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     std::vector<int64_t> out = ctx->saved_data["out"].toIntVector(), in = ctx->saved_data["in"].toIntVector();
@@ -248,9 +245,7 @@ class AllToAllFunction : public torch::autograd::Function<AllToAllFunction> {
 
 class WaitFunction : public torch::autograd::Function<WaitFunction> {
  public:
-  static at::Tensor forward(AutogradContext*, const at::Tensor& t) {
-    return below_autograd([&] { return wait_tensor(t); });
-  }
+  static at::Tensor forward(AutogradContext*, const at::Tensor& t) { return call_wait(t); }
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0]}; }
 };
 
@@ -268,51 +263,45 @@ class CopyToGroupFunction : public torch::autograd::Function<CopyToGroupFunction
   }
 };
 
-c10::OperatorHandle op_handle(const char* name) {
-  exec::ensure_passcheck_ops_registered();
-  auto handle = c10::Dispatcher::singleton().findSchema({std::string("passcheck::") + name, ""});
-  if (!handle) throw std::logic_error(std::string("passcheck::") + name + " is not registered");
-  return *handle;
+// The split sizes the graph carries: PyTorch's all_to_all_single takes them explicitly
+// (its output has the rows they add up to), so equal splits are spelled out.
+std::vector<int64_t> explicit_splits(const std::vector<int64_t>& splits, int64_t rows, const std::string& group_name) {
+  if (!splits.empty()) return splits;
+  const int64_t n = group_size(group_name);
+  if (n <= 0 || rows % n != 0)
+    throw std::invalid_argument("all_to_all_single: equal splits need dim 0 of the input (" + std::to_string(rows) +
+                                ") divisible by the size " + std::to_string(n) + " of group '" + group_name + "'");
+  return std::vector<int64_t>(n, rows / n);
 }
 
 }  // namespace
 
-void ensure_collectives_registered() {
-  // Referencing this function keeps this object file (and its TORCH_LIBRARY_IMPL blocks)
-  // in every binary that installs a rank.
-}
-
-// ---- calls through the dispatcher ---------------------------------------------------------
+// ---- calls ------------------------------------------------------------------------------
 
 at::Tensor all_gather_into_tensor(const at::Tensor& input, int64_t group_size, const std::string& group_name) {
-  static const c10::OperatorHandle op = op_handle("all_gather_into_tensor");
-  return op.typed<at::Tensor(const at::Tensor&, int64_t, c10::string_view)>().call(input, group_size, group_name);
+  return AllGatherFunction::apply(input, group_size, group_name);
 }
 
 at::Tensor reduce_scatter_tensor(const at::Tensor& input, const std::string& reduce_op, int64_t group_size,
                                  const std::string& group_name) {
-  static const c10::OperatorHandle op = op_handle("reduce_scatter_tensor");
-  return op.typed<at::Tensor(const at::Tensor&, c10::string_view, int64_t, c10::string_view)>().call(
-      input, reduce_op, group_size, group_name);
+  parse_reduce_op(reduce_op);
+  return ReduceScatterFunction::apply(input, reduce_op, group_size, group_name);
 }
 
 at::Tensor all_reduce(const at::Tensor& input, const std::string& reduce_op, const std::string& group_name) {
-  static const c10::OperatorHandle op = op_handle("all_reduce");
-  return op.typed<at::Tensor(const at::Tensor&, c10::string_view, c10::string_view)>().call(input, reduce_op,
-                                                                                            group_name);
+  parse_reduce_op(reduce_op);
+  return AllReduceFunction::apply(input, reduce_op, group_name);
 }
 
 at::Tensor all_to_all_single(const at::Tensor& input, const std::vector<int64_t>& output_split_sizes,
                              const std::vector<int64_t>& input_split_sizes, const std::string& group_name) {
-  static const c10::OperatorHandle op = op_handle("all_to_all_single");
-  return op.typed<at::Tensor(const at::Tensor&, at::IntArrayRef, at::IntArrayRef, c10::string_view)>().call(
-      input, output_split_sizes, input_split_sizes, group_name);
+  const int64_t rows = input.dim() ? input.size(0) : 0;
+  std::vector<int64_t> in = explicit_splits(input_split_sizes, rows, group_name);
+  std::vector<int64_t> out = explicit_splits(output_split_sizes, rows, group_name);
+  return AllToAllFunction::apply(input, out, in, group_name);
 }
 
-at::Tensor wait_tensor(const at::Tensor& tensor) {
-  static const c10::OperatorHandle op = op_handle("wait_tensor");
-  return op.typed<at::Tensor(const at::Tensor&)>().call(tensor);
-}
+at::Tensor wait_tensor(const at::Tensor& tensor) { return WaitFunction::apply(tensor); }
 
 int64_t group_size(const std::string& group_name) { return current_rank().resolve(group_name).size(); }
 int64_t group_index(const std::string& group_name) { return current_rank().resolve(group_name).index; }
@@ -323,36 +312,3 @@ at::Tensor copy_to_group(const at::Tensor& input, const std::string& group_name,
 }
 
 }  // namespace passcheck::dist
-
-TORCH_LIBRARY_IMPL(passcheck, CPU, m) {
-  m.impl("all_gather_into_tensor", &passcheck::dist::all_gather_kernel);
-  m.impl("reduce_scatter_tensor", &passcheck::dist::reduce_scatter_kernel);
-  m.impl("all_reduce", &passcheck::dist::all_reduce_kernel);
-  m.impl("all_to_all_single", &passcheck::dist::all_to_all_kernel);
-  m.impl("wait_tensor", &passcheck::dist::wait_tensor_kernel);
-}
-
-TORCH_LIBRARY_IMPL(passcheck, CUDA, m) {
-  m.impl("all_gather_into_tensor", &passcheck::dist::all_gather_kernel);
-  m.impl("reduce_scatter_tensor", &passcheck::dist::reduce_scatter_kernel);
-  m.impl("all_reduce", &passcheck::dist::all_reduce_kernel);
-  m.impl("all_to_all_single", &passcheck::dist::all_to_all_kernel);
-  m.impl("wait_tensor", &passcheck::dist::wait_tensor_kernel);
-}
-
-TORCH_LIBRARY_IMPL(passcheck, Autograd, m) {
-  m.impl("all_gather_into_tensor", [](const at::Tensor& input, int64_t n, c10::string_view g) {
-    return passcheck::dist::AllGatherFunction::apply(input, n, g);
-  });
-  m.impl("reduce_scatter_tensor", [](const at::Tensor& input, c10::string_view op, int64_t n, c10::string_view g) {
-    return passcheck::dist::ReduceScatterFunction::apply(input, op, n, g);
-  });
-  m.impl("all_reduce", [](const at::Tensor& input, c10::string_view op, c10::string_view g) {
-    return passcheck::dist::AllReduceFunction::apply(input, op, g);
-  });
-  m.impl("all_to_all_single",
-         [](const at::Tensor& input, at::IntArrayRef out, at::IntArrayRef in, c10::string_view g) {
-           return passcheck::dist::AllToAllFunction::apply(input, out, in, g);
-         });
-  m.impl("wait_tensor", [](const at::Tensor& t) { return passcheck::dist::WaitFunction::apply(t); });
-}

@@ -1,8 +1,11 @@
-// C++ calls of the passcheck:: collective operators, the counterpart of PyTorch's
-// torch.distributed._functional_collectives: model code calls these (through the
-// dispatcher, so the tracer records them and the autograd formulas apply), then waits.
+// C++ calls of PyTorch's functional collectives (_c10d_functional::*), the counterpart of
+// torch.distributed._functional_collectives: model code calls these (the operators go
+// through the dispatcher, so the tracer records them), then waits. Each call is a custom
+// autograd Function with the formula PyTorch's own autograd wrappers
+// (_c10d_functional_autograd) use, so forward and backward record the same operators a
+// torch 2.x trace of SimpleFSDP or tensor parallelism holds.
 //
-// Autograd formulas of the operators (registered with the Autograd key):
+// Autograd formulas:
 //   all_gather_into_tensor  backward: reduce_scatter_tensor(grad, "sum") + wait
 //   reduce_scatter_tensor   backward: all_gather_into_tensor(grad) + wait ("avg": / group size);
 //                           product, min and max are not differentiable
@@ -21,14 +24,12 @@
 
 namespace passcheck::dist {
 
-/// Registers the kernels that communicate and the autograd formulas (idempotent; a
-/// RankScope calls it, so every binary that runs a rank has them).
-void ensure_collectives_registered();
-
 at::Tensor all_gather_into_tensor(const at::Tensor& input, int64_t group_size, const std::string& group_name);
 at::Tensor reduce_scatter_tensor(const at::Tensor& input, const std::string& reduce_op, int64_t group_size,
                                  const std::string& group_name);
 at::Tensor all_reduce(const at::Tensor& input, const std::string& reduce_op, const std::string& group_name);
+/// Empty split lists mean equal splits of dim 0 over the group; the operator is called
+/// with the sizes spelled out, as PyTorch's wrapper calls it.
 at::Tensor all_to_all_single(const at::Tensor& input, const std::vector<int64_t>& output_split_sizes,
                              const std::vector<int64_t>& input_split_sizes, const std::string& group_name);
 at::Tensor wait_tensor(const at::Tensor& tensor);

@@ -1,8 +1,9 @@
 // The one interface every mesh backend implements (sim: ranks as threads of one process;
-// gloo / nccl: c10d process groups), and the per-thread rank context the collective
-// operators' kernels find it through. A rank's model code and the executor call the
-// passcheck:: collective operators (framework/exec/passcheck_ops.h); their kernels
-// resolve the group name against the rank's mesh and call the rank's Communicator.
+// gloo / nccl: c10d process groups), and the per-thread rank context. A rank's model
+// code and the executor call PyTorch's functional collectives (_c10d_functional::*),
+// which resolve their group name in c10d's group registry; a RankScope registers there,
+// for every group of the rank's mesh, a c10d process group whose backend hands the
+// collective to the rank's Communicator (framework/dist/c10d_backend.h).
 #pragma once
 
 #include "framework/dist/mesh.h"
@@ -63,35 +64,39 @@ class Communicator {
   virtual std::string backend() const = 0;
   virtual int64_t rank() const = 0;
   virtual int64_t world_size() const = 0;
-  /// Each call starts a collective and returns its result tensor, whose values are
-  /// defined only after wait(result) (sim fills it at the wait, so a graph that reads
-  /// a result before its wait reads poison). Arguments are validated by the caller.
-  virtual at::Tensor all_gather(const at::Tensor& input, const Group& group) = 0;
-  virtual at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op, const Group& group) = 0;
-  virtual at::Tensor all_reduce(const at::Tensor& input, ReduceOp op, const Group& group) = 0;
+  /// Each call starts a collective that writes `output` (contiguous, of the result's
+  /// shape, allocated by the caller: PyTorch's functional collectives allocate it) and
+  /// returns at once. `output` is defined only after wait(output): sim poisons it until
+  /// then, so a graph that reads a result before its wait reads poison. `input` may be
+  /// `output` itself (an in-place all_reduce); it is read at the call. Arguments are
+  /// validated by the caller.
+  virtual void all_gather(const at::Tensor& input, const at::Tensor& output, const Group& group) = 0;
+  virtual void reduce_scatter(const at::Tensor& input, const at::Tensor& output, ReduceOp op, const Group& group) = 0;
+  virtual void all_reduce(const at::Tensor& input, const at::Tensor& output, ReduceOp op, const Group& group) = 0;
   /// Empty split lists mean equal splits of dim 0 over the group.
-  virtual at::Tensor all_to_all(const at::Tensor& input, const std::vector<int64_t>& output_splits,
-                                const std::vector<int64_t>& input_splits, const Group& group) = 0;
-  /// Completes the collective whose result is `result` (no-op for a tensor that is not
-  /// a pending result, so waiting twice is harmless).
-  virtual void wait(const at::Tensor& result) = 0;
+  virtual void all_to_all(const at::Tensor& input, const at::Tensor& output, const std::vector<int64_t>& output_splits,
+                          const std::vector<int64_t>& input_splits, const Group& group) = 0;
+  /// Completes the collective writing `output` (no-op for a tensor that is not a
+  /// pending output, so waiting twice is harmless).
+  virtual void wait(const at::Tensor& output) = 0;
   /// Completes every collective still pending (end of a step).
   virtual void wait_all() = 0;
 };
 
 /// The communicator of a rank that is only traced on the meta device (`passcheck trace
-/// --rank R`): meta tensors never reach a backend, so any call is an error naming it.
+/// --rank R`): meta tensors never reach a backend (the collectives' Meta kernels compute
+/// shapes only), so any call is an error naming it.
 class MetaOnlyCommunicator : public Communicator {
  public:
   MetaOnlyCommunicator(int64_t rank, int64_t world_size) : rank_(rank), world_size_(world_size) {}
   std::string backend() const override { return "meta"; }
   int64_t rank() const override { return rank_; }
   int64_t world_size() const override { return world_size_; }
-  at::Tensor all_gather(const at::Tensor& input, const Group& group) override;
-  at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op, const Group& group) override;
-  at::Tensor all_reduce(const at::Tensor& input, ReduceOp op, const Group& group) override;
-  at::Tensor all_to_all(const at::Tensor& input, const std::vector<int64_t>& output_splits,
-                        const std::vector<int64_t>& input_splits, const Group& group) override;
+  void all_gather(const at::Tensor& input, const at::Tensor& output, const Group& group) override;
+  void reduce_scatter(const at::Tensor& input, const at::Tensor& output, ReduceOp op, const Group& group) override;
+  void all_reduce(const at::Tensor& input, const at::Tensor& output, ReduceOp op, const Group& group) override;
+  void all_to_all(const at::Tensor& input, const at::Tensor& output, const std::vector<int64_t>& output_splits,
+                  const std::vector<int64_t>& input_splits, const Group& group) override;
   void wait(const at::Tensor&) override {}
   void wait_all() override {}
 
@@ -116,7 +121,12 @@ const RankContext& current_rank();
 /// Null when the thread runs no rank.
 const RankContext* current_rank_or_null();
 
-/// Installs a rank context on the calling thread for its lifetime (restores the previous one).
+class RankGroups;
+
+/// Installs a rank context on the calling thread for its lifetime (restores the previous
+/// one): the context itself, and a c10d process group per group of its mesh, registered
+/// under the group's name, so _c10d_functional collectives on this thread reach the
+/// rank's communicator.
 class RankScope {
  public:
   explicit RankScope(RankContext context);
@@ -127,6 +137,7 @@ class RankScope {
  private:
   RankContext context_;
   const RankContext* previous_;
+  std::unique_ptr<RankGroups> groups_;
 };
 
 }  // namespace passcheck::dist

@@ -2,10 +2,10 @@
 // output on a pipe, and one supervision loop shared by launch_local and run_forked.
 #include "framework/dist/launcher.h"
 
-#include "framework/compat/c10d_compat.h"
 #include "framework/dist/process_group.h"
 
 #include <ATen/Parallel.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
 #include <cerrno>

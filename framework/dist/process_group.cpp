@@ -12,11 +12,14 @@
 
 #include "framework/dist/sim.h"
 
-#include "framework/compat/c10d_compat.h"
-#include "framework/compat/torch_compat.h"
-#include "framework/exec/passcheck_ops.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef PASSCHECK_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,6 +30,35 @@
 namespace passcheck::dist {
 
 const std::chrono::milliseconds kMinimumStoreTimeout{10000};
+
+namespace {
+
+// A gloo group of `size` ranks talking through `store` (already prefixed per group);
+// `hostname` picks the interface ("127.0.0.1" for local runs), empty for the default.
+c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout, const std::string& hostname,
+                                                    const std::string& interface) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  if (!interface.empty()) options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+  else if (!hostname.empty()) options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+  else options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  // One worker thread: a rank's collectives on one group run in issue order anyway, and
+  // test meshes put several ranks on few cores.
+  options->threads = 1;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+}
+
+#ifdef PASSCHECK_WITH_NCCL
+// An NCCL group of `size` ranks (one GPU each) talking through `store`.
+c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
+}
+#endif
+
+}  // namespace
 
 std::string dead_rank_key(int64_t rank) { return "passcheck/dead/" + std::to_string(rank); }
 std::string stopped_rank_key(int64_t rank) { return "passcheck/stopped/" + std::to_string(rank); }
@@ -136,7 +168,7 @@ RendezvousInfo rendezvous_from_environment() {
 
 struct ProcessGroupCommunicator::Impl {
   struct GroupState {
-    c10::intrusive_ptr<compat::CollectiveBackend> backend;
+    c10::intrusive_ptr<c10d::Backend> backend;
   };
   // A collective handed to c10d, finished by its wait.
   struct Pending {
@@ -175,22 +207,21 @@ struct ProcessGroupCommunicator::Impl {
     GroupState state;
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>("passcheck/pg/" + key, store);
     try {
-#ifdef PASSCHECK_WITH_CUDA
+#ifdef PASSCHECK_WITH_NCCL
       if (backend_name == "nccl")
-        state.backend = compat::make_nccl_backend(prefixed, static_cast<int>(g.index), static_cast<int>(g.size()),
-                                                  info.timeout);
+        state.backend = make_nccl_backend(prefixed, static_cast<int>(g.index), static_cast<int>(g.size()),
+                                          info.timeout);
 #endif
       if (!state.backend) {
         bool loopback = info.master_addr == "127.0.0.1" || info.master_addr == "localhost";
         const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
-        state.backend = compat::make_gloo_backend(prefixed, static_cast<int>(g.index), static_cast<int>(g.size()),
-                                                  info.timeout, loopback ? "127.0.0.1" : "",
-                                                  interface ? interface : "");
+        state.backend = make_gloo_backend(prefixed, static_cast<int>(g.index), static_cast<int>(g.size()),
+                                          info.timeout, loopback ? "127.0.0.1" : "", interface ? interface : "");
       }
     } catch (const c10::Error& e) {
       failed = true;
       throw CollectiveError(who() + ": could not create the " + backend_name + " group " + g.name + " [" +
-                            rank_list(g.members) + "]: " + compat::error_message(e));
+                            rank_list(g.members) + "]: " + e.what_without_backtrace());
     }
     return groups.emplace(key, std::move(state)).first->second;
   }
@@ -263,9 +294,8 @@ struct ProcessGroupCommunicator::Impl {
 
   // Meets the group, issues the c10d collective `start` returns, and records how its
   // wait finishes `result`.
-  at::Tensor issue(const CollectiveCall& call, const Group& g, const at::Tensor& result,
-                   const std::function<c10::intrusive_ptr<c10d::Work>(compat::CollectiveBackend&)>& start,
-                   std::function<void()> finish) {
+  void issue(const CollectiveCall& call, const Group& g, const at::Tensor& result,
+             const std::function<c10::intrusive_ptr<c10d::Work>(c10d::Backend&)>& start, std::function<void()> finish) {
     int64_t seq = sequences[members_key(g.members)]++;
     std::string description = call.str() + " #" + std::to_string(seq) + " of group [" + rank_list(g.members) + "]";
     try {
@@ -282,23 +312,22 @@ struct ProcessGroupCommunicator::Impl {
       work = start(*state.backend);
     } catch (const c10::Error& e) {
       failed = true;
-      throw CollectiveError(who() + ": " + backend_name + " refused " + description + ": " + compat::error_message(e));
+      throw CollectiveError(who() + ": " + backend_name + " refused " + description + ": " + e.what_without_backtrace());
     }
     pending.push_back(Pending{result.storage().unsafeGetStorageImpl(), work, std::move(finish), description, g.members});
-    return result;
   }
 
   // A reduction (all_reduce, reduce_scatter): `mine` picks this rank's part of the
   // reduced tensor, which the wait writes into `result`.
-  at::Tensor reduce(const CollectiveCall& call, const at::Tensor& input, ReduceOp op, const Group& g,
-                    const at::Tensor& result, std::function<at::Tensor(const at::Tensor&)> mine);
+  void reduce(const CollectiveCall& call, const at::Tensor& input, ReduceOp op, const Group& g,
+              const at::Tensor& result, std::function<at::Tensor(const at::Tensor&)> mine);
 
   void complete(Pending& p) {
     try {
       p.work->wait();
     } catch (const std::exception& e) {
       failed = true;
-      std::string transport = dynamic_cast<const c10::Error*>(&e) ? compat::error_message(static_cast<const c10::Error&>(e))
+      std::string transport = dynamic_cast<const c10::Error*>(&e) ? std::string(static_cast<const c10::Error&>(e).what_without_backtrace())
                                                                   : std::string(e.what());
       std::string blamed = culprits(p.members);
       throw CollectiveError(who() + ": " + p.description + " failed" + (blamed.empty() ? "" : ": " + blamed) + " (" +
@@ -338,8 +367,9 @@ ProcessGroupCommunicator::ProcessGroupCommunicator(const RendezvousInfo& info, c
     : impl_(std::make_unique<Impl>()) {
   if (backend != "gloo" && backend != "nccl")
     throw std::invalid_argument("unknown mesh backend '" + backend + "' (valid: sim, gloo, nccl)");
-#ifndef PASSCHECK_WITH_CUDA
-  if (backend == "nccl") throw std::invalid_argument("the nccl backend needs a CUDA build of passcheck");
+#ifndef PASSCHECK_WITH_NCCL
+  if (backend == "nccl")
+    throw std::invalid_argument("the nccl backend needs a build of passcheck with CUDA and NCCL (see passcheck --version)");
 #endif
   impl_->info = info;
   impl_->backend_name = backend;
@@ -396,36 +426,34 @@ bool reduced_natively(c10::ScalarType dtype) {
 
 }  // namespace
 
-at::Tensor ProcessGroupCommunicator::all_gather(const at::Tensor& input, const Group& g) {
-  at::Tensor output = at::empty(exec::all_gather_result_sizes(input.sizes().vec(), g.size()), input.options());
+void ProcessGroupCommunicator::all_gather(const at::Tensor& input, const at::Tensor& output, const Group& g) {
   // c10d reads the input while the collective runs; sim snapshots it at the call.
   std::vector<at::Tensor> inputs{on_the_wire(input.clone())};
   std::vector<std::vector<at::Tensor>> outputs{on_the_wire(output).chunk(g.size(), 0)};
-  return impl_->issue(
+  impl_->issue(
       impl_->make_call("all_gather_into_tensor", input, g), g, output,
-      [&](compat::CollectiveBackend& b) { return b.allgather(outputs, inputs); }, nullptr);
+      [&](c10d::Backend& b) { return b.allgather(outputs, inputs); }, nullptr);
 }
 
-at::Tensor ProcessGroupCommunicator::all_reduce(const at::Tensor& input, ReduceOp op, const Group& g) {
+void ProcessGroupCommunicator::all_reduce(const at::Tensor& input, const at::Tensor& output, ReduceOp op,
+                                          const Group& g) {
   CollectiveCall call = impl_->make_call("all_reduce", input, g);
   call.reduce_op = to_string(op);
-  return impl_->reduce(call, input, op, g, at::empty_like(input, at::MemoryFormat::Contiguous),
-                       [](const at::Tensor& full) { return full; });
+  impl_->reduce(call, input, op, g, output, [](const at::Tensor& full) { return full; });
 }
 
-at::Tensor ProcessGroupCommunicator::reduce_scatter(const at::Tensor& input, ReduceOp op, const Group& g) {
+void ProcessGroupCommunicator::reduce_scatter(const at::Tensor& input, const at::Tensor& output, ReduceOp op,
+                                              const Group& g) {
   // gloo has no reduce_scatter: reduce everything, keep this rank's chunk at the wait.
   CollectiveCall call = impl_->make_call("reduce_scatter_tensor", input, g);
   call.reduce_op = to_string(op);
   int64_t n = g.size(), index = g.index;
-  return impl_->reduce(call, input, op, g,
-                       at::empty(exec::reduce_scatter_result_sizes(input.sizes().vec(), n), input.options()),
-                       [n, index](const at::Tensor& full) { return full.chunk(n, 0)[index]; });
+  impl_->reduce(call, input, op, g, output, [n, index](const at::Tensor& full) { return full.chunk(n, 0)[index]; });
 }
 
-at::Tensor ProcessGroupCommunicator::Impl::reduce(const CollectiveCall& call, const at::Tensor& input, ReduceOp op,
-                                                 const Group& g, const at::Tensor& result,
-                                                 std::function<at::Tensor(const at::Tensor&)> mine) {
+void ProcessGroupCommunicator::Impl::reduce(const CollectiveCall& call, const at::Tensor& input, ReduceOp op,
+                                            const Group& g, const at::Tensor& result,
+                                            std::function<at::Tensor(const at::Tensor&)> mine) {
   check_avg_dtype(op, input);
   const int64_t n = g.size();
   if (!reduced_natively(input.scalar_type())) {
@@ -435,36 +463,35 @@ at::Tensor ProcessGroupCommunicator::Impl::reduce(const CollectiveCall& call, co
     std::vector<at::Tensor> inputs{on_the_wire(input.reshape({-1}).clone())};
     std::vector<std::vector<at::Tensor>> outputs{on_the_wire(gathered).chunk(n, 0)};
     std::vector<int64_t> sizes = input.sizes().vec();
-    return issue(call, g, result, [&](compat::CollectiveBackend& b) { return b.allgather(outputs, inputs); },
-                 [result, gathered, sizes, n, op, mine]() mutable {
-                   std::vector<at::Tensor> parts;
-                   for (const at::Tensor& part : gathered.chunk(n, 0)) parts.push_back(part.view(sizes));
-                   result.copy_(mine(reduce_in_rank_order(parts, op)));
-                 });
+    issue(call, g, result, [&](c10d::Backend& b) { return b.allgather(outputs, inputs); },
+          [result, gathered, sizes, n, op, mine]() mutable {
+            std::vector<at::Tensor> parts;
+            for (const at::Tensor& part : gathered.chunk(n, 0)) parts.push_back(part.view(sizes));
+            result.copy_(mine(reduce_in_rank_order(parts, op)));
+          });
+    return;
   }
   std::vector<at::Tensor> buffer{input.clone()};
   c10d::AllreduceOptions options = allreduce_options(op);
   at::Tensor full = buffer[0];
   bool avg = op == ReduceOp::Avg;
-  return issue(call, g, result, [&](compat::CollectiveBackend& b) { return b.allreduce(buffer, options); },
-               [result, full, n, avg, mine]() mutable {
-                 at::Tensor part = mine(full);
-                 result.copy_(avg ? at::div(part, static_cast<double>(n)) : part);
-               });
+  issue(call, g, result, [&](c10d::Backend& b) { return b.allreduce(buffer, options); },
+        [result, full, n, avg, mine]() mutable {
+          at::Tensor part = mine(full);
+          result.copy_(avg ? at::div(part, static_cast<double>(n)) : part);
+        });
 }
 
-at::Tensor ProcessGroupCommunicator::all_to_all(const at::Tensor& input, const std::vector<int64_t>& output_splits,
-                                                const std::vector<int64_t>& input_splits, const Group& g) {
+void ProcessGroupCommunicator::all_to_all(const at::Tensor& input, const at::Tensor& output,
+                                          const std::vector<int64_t>& output_splits,
+                                          const std::vector<int64_t>& input_splits, const Group& g) {
   CollectiveCall call = impl_->make_call("all_to_all_single", input, g);
   call.output_splits = output_splits;
   call.input_splits = input_splits;
-  at::Tensor output =
-      at::empty(exec::all_to_all_result_sizes(input.sizes().vec(), output_splits, input_splits), input.options());
   at::Tensor wire_output = on_the_wire(output), wire_input = on_the_wire(input.clone());
   std::vector<int64_t> out = output_splits, in = input_splits;
-  return impl_->issue(
-      call, g, output,
-      [&](compat::CollectiveBackend& b) { return b.alltoall_base(wire_output, wire_input, out, in); }, nullptr);
+  impl_->issue(
+      call, g, output, [&](c10d::Backend& b) { return b.alltoall_base(wire_output, wire_input, out, in); }, nullptr);
 }
 
 void ProcessGroupCommunicator::wait(const at::Tensor& result) {

@@ -26,8 +26,8 @@ std::string stopped_rank_key(int64_t rank);
 /// Store key holding the last collective a rank issued (its description).
 std::string last_issued_key(int64_t rank);
 
-/// TCPStore connections get at least this long (LibTorch 1.13 counts its connect
-/// timeout in whole seconds: a shorter one fails at once); waits on keys use the
+/// TCPStore connections get at least this long (a shorter connect timeout can fail before
+/// a loaded host has the store up); waits on keys use the
 /// rendezvous timeout.
 extern const std::chrono::milliseconds kMinimumStoreTimeout;
 
@@ -69,11 +69,11 @@ class ProcessGroupCommunicator : public Communicator {
   std::string backend() const override;
   int64_t rank() const override;
   int64_t world_size() const override;
-  at::Tensor all_gather(const at::Tensor& input, const Group& group) override;
-  at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op, const Group& group) override;
-  at::Tensor all_reduce(const at::Tensor& input, ReduceOp op, const Group& group) override;
-  at::Tensor all_to_all(const at::Tensor& input, const std::vector<int64_t>& output_splits,
-                        const std::vector<int64_t>& input_splits, const Group& group) override;
+  void all_gather(const at::Tensor& input, const at::Tensor& output, const Group& group) override;
+  void reduce_scatter(const at::Tensor& input, const at::Tensor& output, ReduceOp op, const Group& group) override;
+  void all_reduce(const at::Tensor& input, const at::Tensor& output, ReduceOp op, const Group& group) override;
+  void all_to_all(const at::Tensor& input, const at::Tensor& output, const std::vector<int64_t>& output_splits,
+                  const std::vector<int64_t>& input_splits, const Group& group) override;
   void wait(const at::Tensor& result) override;
   void wait_all() override;
 

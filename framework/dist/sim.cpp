@@ -3,7 +3,6 @@
 #include "framework/dist/sim.h"
 
 #include "framework/dist/collectives.h"
-#include "framework/exec/passcheck_ops.h"
 
 #include <ATen/ATen.h>
 
@@ -114,11 +113,9 @@ std::vector<at::Tensor> compute_results(Slot& slot) {
   return results;
 }
 
-at::Tensor poisoned(const std::vector<int64_t>& sizes, const at::TensorOptions& options) {
-  at::Tensor t = at::empty(sizes, options);
+void poison(const at::Tensor& t) {
   if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type())) t.fill_(NAN);
   else if (t.numel()) t.view({-1}).view(at::kByte).fill_(0x55);
-  return t;
 }
 
 }  // namespace
@@ -144,26 +141,25 @@ class SimCommunicator : public Communicator {
   int64_t rank() const override { return rank_; }
   int64_t world_size() const override { return state_.mesh->world_size(); }
 
-  at::Tensor all_gather(const at::Tensor& input, const Group& g) override {
-    return issue(call("all_gather_into_tensor", input, g), input, ReduceOp::Sum, g,
-                 exec::all_gather_result_sizes(input.sizes().vec(), g.size()));
+  void all_gather(const at::Tensor& input, const at::Tensor& output, const Group& g) override {
+    issue(call("all_gather_into_tensor", input, g), input, output, ReduceOp::Sum, g);
   }
-  at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op, const Group& g) override {
+  void reduce_scatter(const at::Tensor& input, const at::Tensor& output, ReduceOp op, const Group& g) override {
     CollectiveCall c = call("reduce_scatter_tensor", input, g);
     c.reduce_op = to_string(op);
-    return issue(c, input, op, g, exec::reduce_scatter_result_sizes(input.sizes().vec(), g.size()));
+    issue(c, input, output, op, g);
   }
-  at::Tensor all_reduce(const at::Tensor& input, ReduceOp op, const Group& g) override {
+  void all_reduce(const at::Tensor& input, const at::Tensor& output, ReduceOp op, const Group& g) override {
     CollectiveCall c = call("all_reduce", input, g);
     c.reduce_op = to_string(op);
-    return issue(c, input, op, g, input.sizes().vec());
+    issue(c, input, output, op, g);
   }
-  at::Tensor all_to_all(const at::Tensor& input, const std::vector<int64_t>& output_splits,
-                        const std::vector<int64_t>& input_splits, const Group& g) override {
+  void all_to_all(const at::Tensor& input, const at::Tensor& output, const std::vector<int64_t>& output_splits,
+                  const std::vector<int64_t>& input_splits, const Group& g) override {
     CollectiveCall c = call("all_to_all_single", input, g);
     c.output_splits = output_splits;
     c.input_splits = input_splits;
-    return issue(c, input, ReduceOp::Sum, g, exec::all_to_all_result_sizes(input.sizes().vec(), output_splits, input_splits));
+    issue(c, input, output, ReduceOp::Sum, g);
   }
 
   void wait(const at::Tensor& result) override {
@@ -198,13 +194,13 @@ class SimCommunicator : public Communicator {
     return CollectiveCall::of(op, input, g);
   }
 
-  at::Tensor issue(const CollectiveCall& c, const at::Tensor& input, ReduceOp op, const Group& g,
-                   const std::vector<int64_t>& result_sizes) {
+  void issue(const CollectiveCall& c, const at::Tensor& input, const at::Tensor& output, ReduceOp op, const Group& g) {
     std::string mkey = members_key(g.members);
     int64_t seq = sequence_[mkey]++;
     SlotKey key{mkey, seq};
-    at::Tensor snapshot = input.clone();
-    at::Tensor output = poisoned(result_sizes, input.options());
+    at::NoGradGuard no_grad;
+    at::Tensor snapshot = input.clone();  // before the poison: an all_reduce writes its input
+    poison(output);
     std::string description = c.str() + " #" + std::to_string(seq) + " of group [" + rank_list(g.members) + "]";
     {
       std::lock_guard<std::mutex> lock(state_.mutex);
@@ -236,7 +232,6 @@ class SimCommunicator : public Communicator {
       }
     }
     pending_[output.storage().unsafeGetStorageImpl()] = Pending{key, static_cast<size_t>(g.index), output, description};
-    return output;
   }
 
   void complete(const Pending& p) {

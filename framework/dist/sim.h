@@ -2,11 +2,12 @@
 // communicator, meeting in lockstep at every collective. Results are computed from the
 // inputs of every member in group order (reductions add rank 0's input, then rank 1's,
 // ...), so a run is deterministic and its numbers do not depend on thread timing: the
-// exact oracle for tests and fuzzing. It is not a stand-in for c10d (gloo.h runs the
-// real engine).
+// exact oracle for tests and fuzzing. Each rank's collectives reach it through c10d: the
+// rank's groups are registered under their names with a backend over its communicator
+// (c10d_backend.h), so PyTorch's _c10d_functional operators dispatch into the sim.
 //
 // Collectives are asynchronous as on a real backend: a call snapshots its input and
-// returns a result tensor filled with poison (NaN, or the byte 0x55 for integer and
+// fills the output c10d allocated with poison (NaN, or the byte 0x55 for integer and
 // bool tensors); the wait fills it. A graph that reads a collective's result before its
 // wait_tensor, or never waits, reads poison. Every wait checks that all members issued
 // the same collective (op, group, reduce op, dtype, shape; all_to_all split sizes that

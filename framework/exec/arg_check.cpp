@@ -4,7 +4,6 @@
 // where an int is expected is not.
 #include "framework/exec/arg_check.h"
 
-#include "framework/compat/torch_compat.h"
 #include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
 

@@ -108,7 +108,7 @@ class ReplayCapture : public GraphCapture {
       }
       if (dst->nbytes() != src->nbytes())
         throw ExecError("replay: output " + std::to_string(k) + "'s storage has another size than at capture");
-      if (dst->nbytes() > 0) std::memcpy(dst->data(), src->data(), dst->nbytes());
+      if (dst->nbytes() > 0) std::memcpy(dst->mutable_data(), src->data(), dst->nbytes());
     }
   }
   void release() override {}

@@ -20,7 +20,7 @@ namespace allocator = c10::cuda::CUDACachingAllocator;
 
 int64_t reserved_bytes(c10::DeviceIndex device) {
   return allocator::getDeviceStats(device)
-      .reserved_bytes[static_cast<size_t>(allocator::StatType::AGGREGATE)]
+      .reserved_bytes[static_cast<size_t>(c10::CachingDeviceAllocator::StatType::AGGREGATE)]
       .current;
 }
 

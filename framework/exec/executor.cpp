@@ -3,7 +3,6 @@
 #include "framework/exec/executor.h"
 #include "framework/exec/op_properties.h"
 
-#include "framework/compat/torch_compat.h"
 #include "framework/exec/arg_check.h"
 #include "framework/exec/passcheck_ops.h"
 #include "framework/exec/schema_args.h"
@@ -108,7 +107,11 @@ Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(gra
   std::map<const ir::Graph*, std::shared_ptr<Executor>> body_executors;
   for (const ir::Node* node : graph.nodes()) {
     auto handle = find_operator(node->op());
-    if (!handle) throw ExecError("unknown operator '" + node->op() + "' in " + describe_node(*node));
+    if (!handle) {
+      const std::string renamed = former_operator_message(node->op());
+      throw ExecError((renamed.empty() ? "unknown operator '" + node->op() + "'" : renamed) + " in " +
+                      describe_node(*node));
+    }
     NodePlan plan(*handle);
     plan.node = node;
     if (ir::is_invoke_subgraph(*node)) {
@@ -403,7 +406,7 @@ std::vector<c10::IValue> Executor::run(std::vector<c10::IValue> inputs) {
     } catch (const ExecError& e) {
       throw ExecError(std::string(e.what()) + " in " + describe_node(*plan.node));
     } catch (const c10::Error& e) {
-      throw ExecError(without_bug_report(compat::error_message(e)) + "\n  while running " + describe_node(*plan.node));
+      throw ExecError(without_bug_report(e.what_without_backtrace()) + "\n  while running " + describe_node(*plan.node));
     } catch (const std::exception& e) {
       throw ExecError(without_bug_report(e.what()) + "\n  while running " + describe_node(*plan.node));
     }

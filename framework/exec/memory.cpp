@@ -117,8 +117,11 @@ void counted_delete(void* data);
 
 class CountingCpuAllocator final : public c10::Allocator {
  public:
-  c10::DataPtr allocate(size_t n) const override;
+  c10::DataPtr allocate(size_t n) override;
   c10::DeleterFnPtr raw_deleter() const override { return &counted_delete; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
 };
 
 // Leaked on purpose: tensors freed during static destruction still run
@@ -175,7 +178,7 @@ void refuse_over_budget(size_t n) {
               format_bytes(budget - (ceiling - current)), " already held; raise it with --memory-budget)");
 }
 
-c10::DataPtr CountingCpuAllocator::allocate(size_t n) const {
+c10::DataPtr CountingCpuAllocator::allocate(size_t n) {
   c10::Allocator* original = state().original.load(std::memory_order_acquire);
   refuse_over_budget(n);
   c10::DataPtr inner = original->allocate(n);
@@ -322,10 +325,8 @@ AllocationBudgetScope::~AllocationBudgetScope() {
 
 #ifdef PASSCHECK_WITH_CUDA
 namespace {
-const c10::cuda::CUDACachingAllocator::Stat& cuda_allocated(
-    const c10::cuda::CUDACachingAllocator::DeviceStats& stats) {
-  return stats.allocated_bytes[static_cast<size_t>(
-      c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+const c10::CachingDeviceAllocator::Stat& cuda_allocated(const c10::CachingDeviceAllocator::DeviceStats& stats) {
+  return stats.allocated_bytes[static_cast<size_t>(c10::CachingDeviceAllocator::StatType::AGGREGATE)];
 }
 }  // namespace
 #endif

@@ -1,12 +1,15 @@
-// Registration and kernels of the passcheck:: operators (see passcheck_ops.h). The
-// kernels are CompositeExplicitAutograd: they run on any device, and the tracer records
-// them as primitives.
+// Registration and kernels of the passcheck:: operators (see passcheck_ops.h), and the
+// Meta kernels of PyTorch's functional collectives. The kernels are
+// CompositeExplicitAutograd: they run on any device, and the tracer records them as
+// primitives.
 #include "framework/exec/passcheck_ops.h"
 
 #include "framework/exec/grouped_mm.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/Generator.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 #include <torch/library.h>
 
 #include <mutex>
@@ -39,7 +42,7 @@ at::Tensor swap_rng_state(const at::Tensor& state, c10::Device device) {
 
 void check_group_size(const char* op, int64_t group_size) {
   if (group_size < 1)
-    throw std::invalid_argument(std::string("passcheck::") + op + ": group_size " + std::to_string(group_size) +
+    throw std::invalid_argument(std::string("_c10d_functional::") + op + ": group_size " + std::to_string(group_size) +
                                 " is not positive");
 }
 
@@ -47,18 +50,45 @@ at::Tensor empty_meta_like(const at::Tensor& input, const std::vector<int64_t>& 
   return at::empty(sizes, input.options().device(c10::DeviceType::Meta));
 }
 
-at::Tensor all_gather_meta(const at::Tensor& input, int64_t group_size, c10::string_view) {
-  return empty_meta_like(input, all_gather_result_sizes(input.sizes().vec(), group_size));
+// Shapes of the functional collectives on the meta device. PyTorch registers these from
+// Python; without them a C++ meta trace would reach the collectives' CompositeExplicit-
+// Autograd kernels, which call a process group. The kernels are boxed: the group argument
+// is typed `str` in torch 2.11 and `Any` (a name or a group object) in 2.15, so an unboxed
+// signature would fit only one of them; only its value's position matters here.
+std::vector<int64_t> int_list(const c10::IValue& v) {
+  std::vector<int64_t> out;
+  for (const c10::IValue& e : v.toListRef()) out.push_back(e.isSymInt() ? e.toSymInt().expect_int() : e.toInt());
+  return out;
 }
-at::Tensor reduce_scatter_meta(const at::Tensor& input, c10::string_view, int64_t group_size, c10::string_view) {
-  return empty_meta_like(input, reduce_scatter_result_sizes(input.sizes().vec(), group_size));
+
+// Pops the operator's arguments, pushes a meta tensor of `sizes(arguments)` shaped like
+// the input (argument 0).
+template <typename Sizes>
+void collective_meta(const c10::OperatorHandle& op, torch::jit::Stack* stack, Sizes sizes) {
+  const size_t n = op.schema().arguments().size();
+  std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
+  torch::jit::drop(*stack, n);
+  const at::Tensor& input = args[0].toTensor();
+  torch::jit::push(*stack, empty_meta_like(input, sizes(input, args)));
 }
-at::Tensor all_reduce_meta(const at::Tensor& input, c10::string_view, c10::string_view) {
-  return empty_meta_like(input, input.sizes().vec());
+
+void all_gather_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  collective_meta(op, stack, [](const at::Tensor& in, const std::vector<c10::IValue>& a) {
+    return all_gather_result_sizes(in.sizes().vec(), a[1].toInt());
+  });
 }
-at::Tensor all_to_all_meta(const at::Tensor& input, at::IntArrayRef output_splits, at::IntArrayRef input_splits,
-                           c10::string_view) {
-  return empty_meta_like(input, all_to_all_result_sizes(input.sizes().vec(), output_splits.vec(), input_splits.vec()));
+void reduce_scatter_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  collective_meta(op, stack, [](const at::Tensor& in, const std::vector<c10::IValue>& a) {
+    return reduce_scatter_result_sizes(in.sizes().vec(), a[2].toInt());
+  });
+}
+void all_reduce_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  collective_meta(op, stack, [](const at::Tensor& in, const std::vector<c10::IValue>&) { return in.sizes().vec(); });
+}
+void all_to_all_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  collective_meta(op, stack, [](const at::Tensor& in, const std::vector<c10::IValue>& a) {
+    return all_to_all_result_sizes(in.sizes().vec(), int_list(a[1]), int_list(a[2]));
+  });
 }
 at::Tensor wait_tensor_meta(const at::Tensor& t) { return t; }
 
@@ -66,7 +96,8 @@ at::Tensor wait_tensor_meta(const at::Tensor& t) { return t; }
 
 std::vector<int64_t> all_gather_result_sizes(std::vector<int64_t> sizes, int64_t group_size) {
   check_group_size("all_gather_into_tensor", group_size);
-  if (sizes.empty()) throw std::invalid_argument("passcheck::all_gather_into_tensor: the input is a scalar (0-dim); it gathers along dim 0");
+  if (sizes.empty())
+    throw std::invalid_argument("_c10d_functional::all_gather_into_tensor: the input is a scalar (0-dim); it gathers along dim 0");
   sizes[0] *= group_size;
   return sizes;
 }
@@ -74,7 +105,7 @@ std::vector<int64_t> all_gather_result_sizes(std::vector<int64_t> sizes, int64_t
 std::vector<int64_t> reduce_scatter_result_sizes(std::vector<int64_t> sizes, int64_t group_size) {
   check_group_size("reduce_scatter_tensor", group_size);
   if (sizes.empty() || sizes[0] % group_size != 0)
-    throw std::invalid_argument("passcheck::reduce_scatter_tensor: dim 0 of the input (" +
+    throw std::invalid_argument("_c10d_functional::reduce_scatter_tensor: dim 0 of the input (" +
                                 (sizes.empty() ? std::string("a scalar") : std::to_string(sizes[0])) +
                                 ") is not divisible by the group size " + std::to_string(group_size));
   sizes[0] /= group_size;
@@ -83,7 +114,7 @@ std::vector<int64_t> reduce_scatter_result_sizes(std::vector<int64_t> sizes, int
 
 std::vector<int64_t> all_to_all_result_sizes(std::vector<int64_t> sizes, const std::vector<int64_t>& output_splits,
                                              const std::vector<int64_t>& input_splits) {
-  const char* op = "passcheck::all_to_all_single: ";
+  const char* op = "_c10d_functional::all_to_all_single: ";
   if (sizes.empty()) throw std::invalid_argument(std::string(op) + "the input is a scalar (0-dim); it splits dim 0");
   for (const auto* splits : {&output_splits, &input_splits})
     for (int64_t s : *splits)
@@ -108,6 +139,17 @@ std::vector<at::Tensor> invoke_subgraph_outside_executor(c10::string_view name, 
               "\") runs only inside the passcheck executor, which holds the subgraph");
 }
 
+std::string former_operator_message(const std::string& op) {
+  static const char* const collectives[] = {"all_gather_into_tensor", "reduce_scatter_tensor", "all_reduce",
+                                            "all_to_all_single", "wait_tensor"};
+  std::string base = op.substr(0, op.find('.'));
+  for (const char* name : collectives)
+    if (base == std::string("passcheck::") + name)
+      return "operator '" + op + "' is no longer passcheck's: collectives are PyTorch's functional collectives, " +
+             "spelled _c10d_functional::" + name + " (same arguments; all_to_all_single takes explicit split sizes)";
+  return {};
+}
+
 void ensure_passcheck_ops_registered() {
   // Referencing this function keeps this object file (and its TORCH_LIBRARY blocks)
   // in every binary that links the executor, and with it the grouped_mm kernels.
@@ -119,11 +161,6 @@ void ensure_passcheck_ops_registered() {
 TORCH_LIBRARY(passcheck, m) {
   m.def("rng_state(Device device) -> Tensor");
   m.def("swap_rng_state(Tensor state, Device device) -> Tensor");
-  m.def("all_gather_into_tensor(Tensor input, int group_size, str group_name) -> Tensor");
-  m.def("reduce_scatter_tensor(Tensor input, str reduce_op, int group_size, str group_name) -> Tensor");
-  m.def("all_reduce(Tensor input, str reduce_op, str group_name) -> Tensor");
-  m.def("all_to_all_single(Tensor input, int[] output_split_sizes, int[] input_split_sizes, str group_name) -> Tensor");
-  m.def("wait_tensor(Tensor tensor) -> Tensor");
   // Kernels in grouped_mm.cpp.
   m.def("grouped_mm(Tensor input, Tensor weight, Tensor offsets) -> Tensor");
   m.def("grouped_mm_weight_grad(Tensor input, Tensor grad_output, Tensor offsets) -> Tensor");
@@ -131,11 +168,11 @@ TORCH_LIBRARY(passcheck, m) {
   m.def("invoke_subgraph(str name, Tensor[] operands) -> Tensor[]");
 }
 
-TORCH_LIBRARY_IMPL(passcheck, Meta, m) {
-  m.impl("all_gather_into_tensor", &passcheck::exec::all_gather_meta);
-  m.impl("reduce_scatter_tensor", &passcheck::exec::reduce_scatter_meta);
-  m.impl("all_reduce", &passcheck::exec::all_reduce_meta);
-  m.impl("all_to_all_single", &passcheck::exec::all_to_all_meta);
+TORCH_LIBRARY_IMPL(_c10d_functional, Meta, m) {
+  m.impl("all_gather_into_tensor", torch::CppFunction::makeFromBoxedFunction<&passcheck::exec::all_gather_meta>());
+  m.impl("reduce_scatter_tensor", torch::CppFunction::makeFromBoxedFunction<&passcheck::exec::reduce_scatter_meta>());
+  m.impl("all_reduce", torch::CppFunction::makeFromBoxedFunction<&passcheck::exec::all_reduce_meta>());
+  m.impl("all_to_all_single", torch::CppFunction::makeFromBoxedFunction<&passcheck::exec::all_to_all_meta>());
   m.impl("wait_tensor", &passcheck::exec::wait_tensor_meta);
 }
 

@@ -7,17 +7,12 @@
 // Rematerialization's RNG-replay mode brackets a recomputed random op with them, so the
 // recomputation draws exactly the numbers the forward drew.
 //
-// The collectives, with the signatures of PyTorch's functional collectives
-// (_c10d_functional) so graphs from either side map one to one:
-//   passcheck::all_gather_into_tensor(Tensor input, int group_size, str group_name) -> Tensor
-//   passcheck::reduce_scatter_tensor(Tensor input, str reduce_op, int group_size, str group_name) -> Tensor
-//   passcheck::all_reduce(Tensor input, str reduce_op, str group_name) -> Tensor
-//   passcheck::all_to_all_single(Tensor input, int[] output_split_sizes, int[] input_split_sizes,
-//                                str group_name) -> Tensor
-//   passcheck::wait_tensor(Tensor tensor) -> Tensor
-// Their schemas and Meta kernels (shapes only, so meta tracing and the schema checks work
-// in every binary) live here; the kernels that communicate and the autograd formulas live
-// in framework/dist/collectives.cpp, above the executor.
+// Collectives are PyTorch's own functional collectives (_c10d_functional::
+// all_gather_into_tensor, reduce_scatter_tensor, all_reduce, all_to_all_single,
+// wait_tensor), defined by LibTorch. Their Meta kernels (shapes only, so meta tracing and
+// the schema checks work in every binary) are registered here; their CPU and CUDA
+// kernels are LibTorch's, which reach passcheck's mesh backends through c10d's group
+// registry (framework/dist/c10d_backend.h).
 //
 // The grouped matrix multiply of the MoE models (schemas here, kernels, autograd and the
 // C++ calls in grouped_mm.h):
@@ -26,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace passcheck::exec {
@@ -33,10 +29,14 @@ namespace passcheck::exec {
 /// Makes sure the passcheck operators are registered (idempotent; the executor calls it).
 void ensure_passcheck_ops_registered();
 
+/// For an operator name graph files used before collectives became PyTorch's own
+/// ("passcheck::wait_tensor"), the message naming its replacement; empty otherwise.
+std::string former_operator_message(const std::string& op);
+
 /// Shape of a collective's result from its input sizes and arguments; throws
 /// std::invalid_argument naming the operator and what does not fit (a dim 0 that the
 /// group size does not divide, split sizes that do not add up). Used by the Meta
-/// kernels and by every backend before it communicates.
+/// kernels and by the c10d backend before it communicates.
 std::vector<int64_t> all_gather_result_sizes(std::vector<int64_t> input_sizes, int64_t group_size);
 std::vector<int64_t> reduce_scatter_result_sizes(std::vector<int64_t> input_sizes, int64_t group_size);
 std::vector<int64_t> all_to_all_result_sizes(std::vector<int64_t> input_sizes, const std::vector<int64_t>& output_splits,

@@ -1,8 +1,6 @@
 // IR argument <-> boxed IValue conversion driven by operator schemas.
 #include "framework/exec/schema_args.h"
 
-#include "framework/compat/torch_compat.h"
-
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/core/List.h>
@@ -16,10 +14,19 @@ c10::TypePtr strip_optional(c10::TypePtr t) {
   if (auto opt = t->cast<c10::OptionalType>()) return opt->getElementType();
   return t;
 }
+
+// True for schema types that carry a plain or symbolic integer (int, SymInt).
+bool is_int_type(const c10::TypePtr& t) {
+  return t->kind() == c10::TypeKind::IntType || t->kind() == c10::TypeKind::SymIntType;
+}
+
+// The declared kind of an argument (a dtype, layout or memory format is declared as one
+// and typed as int), optional stripped.
+c10::TypeKind real_kind(const c10::Argument& a) { return strip_optional(a.real_type())->kind(); }
 }  // namespace
 
 SchemaArgKind classify(const c10::Argument& arg) {
-  switch (compat::real_kind(arg)) {
+  switch (real_kind(arg)) {
     case c10::TypeKind::ScalarTypeType: return SchemaArgKind::Dtype;
     case c10::TypeKind::LayoutType: return SchemaArgKind::Layout;
     case c10::TypeKind::MemoryFormatType: return SchemaArgKind::MemoryFormat;
@@ -41,7 +48,7 @@ SchemaArgKind classify(const c10::Argument& arg) {
       if (elem->kind() == c10::TypeKind::TensorType) return SchemaArgKind::TensorList;
       if (auto opt = elem->cast<c10::OptionalType>())
         if (opt->getElementType()->kind() == c10::TypeKind::TensorType) return SchemaArgKind::OptionalTensorList;
-      if (compat::is_int_type(elem)) return SchemaArgKind::IntList;
+      if (is_int_type(elem)) return SchemaArgKind::IntList;
       if (elem->kind() == c10::TypeKind::FloatType) return SchemaArgKind::FloatList;
       if (elem->kind() == c10::TypeKind::BoolType) return SchemaArgKind::BoolList;
       return SchemaArgKind::Other;

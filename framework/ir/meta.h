@@ -121,7 +121,7 @@ inline bool is_recomputable(RecomputePolicy p) {
 /// - "schedule_rank", "schedule_rs_before": the order a scheduling pass found, recorded
 ///   on each compute node (an op with a FLOP formula, exec::has_flop_formula) before it
 ///   reorders: the node's rank among the compute nodes, and the output name of the
-///   nearest passcheck::reduce_scatter_tensor before it ("" when none). Written by
+///   nearest _c10d_functional::reduce_scatter_tensor before it ("" when none). Written by
 ///   prefetch-fsdp-all-gathers (passes/schedule), read by cap-compute-batch-size.
 /// - "chunk_early_accumulation": "1" on adds the chunk pass inserted early for
 ///   parameter-gradient partials.

@@ -9,7 +9,7 @@
 
 #include "framework/ir/subgraph.h"
 
-#include "framework/compat/torch_compat.h"
+#include "framework/trace/subclass_like_backward.h"
 #include "framework/exec/op_properties.h"
 #include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
@@ -27,6 +27,7 @@
 #include <torch/nn/module.h>
 
 #include <atomic>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -383,11 +384,12 @@ void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch
   recorder->record(op, ks, stack);
 }
 
-// Meta tracing on LibTorch 1.13 meets a few operators without a Meta kernel
-// (index_select, embedding_dense_backward, ...). This backend fallback, reached only for
-// such operators and only below autograd (so their grad_fn is still recorded), runs the
-// CPU kernel on zero-filled stand-ins and returns meta tensors of the same geometry.
-// Outside a trace it reports the missing kernel as LibTorch would.
+// Meta tracing meets operators whose Meta kernel PyTorch registers from Python
+// (torch/_meta_registrations.py), which a C++ process never loads. This kernel, registered
+// for Meta on exactly those operators (register_meta_stand_ins below) and so reached only
+// below autograd (their grad_fn is still recorded), runs the CPU kernel on zero-filled
+// stand-ins and returns meta tensors of the same geometry. Outside a trace it reports the
+// missing kernel as LibTorch would.
 // The stand-in has the meta tensor's full geometry: a storage large enough for its
 // offset and strides (a slice of a larger tensor reaches past its own numel).
 at::Tensor cpu_stand_in(const at::Tensor& t) {
@@ -491,60 +493,56 @@ TORCH_LIBRARY_IMPL(_, TESTING_ONLY_GenericMode, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::trace_fallback>());
 }
 
-TORCH_LIBRARY_IMPL(_, Meta, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_fallback>());
-}
-
-#if !PASSCHECK_TORCH_AT_LEAST(2, 0)
-// LibTorch 1.13's composite convolution picks its implementation from the device and has
-// none for meta tensors, so the fallback above is never reached: give it a Meta kernel
-// (the same CPU stand-in path) so meta traces record the `convolution` and
-// `convolution_backward` nodes CPU traces do.
-TORCH_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_fallback>());
-  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_fallback>());
-}
-
 namespace passcheck::trace {
 namespace {
 
-// Meta kernels for the two operators of every language model that LibTorch 1.13 lacks
-// and whose CPU stand-ins (meta_fallback) are as large as the embedding: its lookup
-// (index_select) reads a [vocab, dim] weight and its backward writes one, 8 GiB each for
-// Llama-3 405B. A production-shape meta trace must not allocate them. Both results are
-// contiguous, as the CPU kernels make them, so the recorded graph is the same.
-void meta_index_select(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
-  const at::Tensor index = torch::jit::pop(*stack).toTensor();
-  const int64_t dim = torch::jit::pop(*stack).toInt();
-  const at::Tensor self = torch::jit::pop(*stack).toTensor();
-  std::vector<int64_t> sizes = self.sizes().vec();
-  if (!sizes.empty()) sizes[c10::maybe_wrap_dim(dim, self.dim())] = index.numel();
-  torch::jit::push(*stack, at::empty(sizes, self.options()));
-}
-
-void meta_embedding_dense_backward(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
-  torch::jit::drop(*stack, 2);  // scale_grad_by_freq, padding_idx: no effect on the shape
-  const int64_t num_weights = torch::jit::pop(*stack).toInt();
-  torch::jit::drop(*stack, 1);  // indices
-  const at::Tensor grad = torch::jit::pop(*stack).toTensor();
-  torch::jit::push(*stack, at::empty({num_weights, grad.size(-1)}, grad.options()));
+// LibTorch owns the Meta backend fallback (it reports the missing kernel), so the
+// stand-in kernel above is registered per operator instead: for every operator with a
+// CPU kernel and none that would serve Meta (its own Meta kernel, or a composite one).
+// Done once, when the first trace starts; operators registered later (a library loaded
+// afterwards) keep LibTorch's error.
+void register_meta_stand_ins() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static auto* libraries = new std::vector<std::unique_ptr<torch::Library>>();
+    std::map<std::string, torch::Library*> by_namespace;
+    const c10::DispatchKeySet serves_meta{c10::DispatchKey::Meta, c10::DispatchKey::CompositeExplicitAutograd,
+                                          c10::DispatchKey::CompositeExplicitAutogradNonFunctional,
+                                          c10::DispatchKey::CompositeImplicitAutograd};
+    c10::Dispatcher& dispatcher = c10::Dispatcher::singleton();
+    for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+      std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
+      if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
+      bool served = false;
+      for (c10::DispatchKey k : serves_meta) served |= op->hasKernelForDispatchKey(k);
+      if (served) continue;
+      const std::string& full = name.name;
+      const size_t colons = full.find("::");
+      if (colons == std::string::npos) continue;
+      const std::string ns = full.substr(0, colons);
+      torch::Library*& lib = by_namespace[ns];
+      if (!lib) {
+        libraries->push_back(std::make_unique<torch::Library>(torch::Library::IMPL, ns, c10::DispatchKey::Meta,
+                                                              __FILE__, __LINE__));
+        lib = libraries->back().get();
+      }
+      std::string op_name = full.substr(colons + 2);
+      if (!name.overload_name.empty()) op_name += "." + name.overload_name;
+      lib->impl(op_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&meta_fallback>());
+    }
+  });
 }
 
 }  // namespace
 }  // namespace passcheck::trace
 
-TORCH_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("index_select", torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_index_select>());
-  m.impl("embedding_dense_backward",
-         torch::CppFunction::makeFromBoxedFunction<&passcheck::trace::meta_embedding_dense_backward>());
-}
-#endif
 
 namespace passcheck::trace {
 
 TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& fn,
                          const std::vector<c10::IValue>& example_args, const TraceOptions& options) {
   std::lock_guard<std::mutex> one_trace(g_trace_mutex);
+  register_meta_stand_ins();
   auto graph = std::make_shared<ir::Graph>();
   Recorder recorder(*graph);
 
@@ -586,14 +584,14 @@ TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& f
     g_recorder.store(&recorder);
     at::AutoGradMode grad_on(true);  // the backward is recorded by running autograd
     // Backward formulas take the branch make_fx records (functional, no data decisions),
-    // on every device alike (compat/torch_compat.h).
-    std::optional<compat::SubclassLikeBackwardGuard> subclass_like_backward;
+    // on every device alike (subclass_like_backward.h).
+    std::optional<SubclassLikeBackwardGuard> subclass_like_backward;
     if (options.make_fx_backward_formulas) subclass_like_backward.emplace();
     c10::impl::IncludeDispatchKeyGuard trace_mode(kTraceKey);
     try {
       result = fn(example_args);
     } catch (const c10::Error& e) {
-      throw TraceError("the step function failed while tracing: " + compat::error_message(e));
+      throw TraceError(std::string("the step function failed while tracing: ") + e.what_without_backtrace());
     }
   }
 

@@ -84,8 +84,8 @@ bool is_additive_reduction(const ir::Node& n) {
 // that sums or averages (all_reduce(a0) + all_reduce(a1) is all_reduce(a0 + a1) up to
 // rounding, which is what each half's own collective computes in eager chunking).
 bool is_linear_collective(const ir::Node& n) {
-  if (n.op() == "passcheck::wait_tensor") return true;
-  if (n.op() != "passcheck::all_reduce" || n.num_args() < 2 || n.arg(1).kind != ir::Arg::Kind::String) return false;
+  if (n.op() == "_c10d_functional::wait_tensor") return true;
+  if (n.op() != "_c10d_functional::all_reduce" || n.num_args() < 2 || n.arg(1).kind != ir::Arg::Kind::String) return false;
   return n.arg(1).s == "sum" || n.arg(1).s == "avg";
 }
 

@@ -18,8 +18,8 @@ namespace passcheck::passes {
 
 namespace {
 
-const char* const kAllGather = "passcheck::all_gather_into_tensor";
-const char* const kWait = "passcheck::wait_tensor";
+const char* const kAllGather = "_c10d_functional::all_gather_into_tensor";
+const char* const kWait = "_c10d_functional::wait_tensor";
 
 std::vector<std::string> split_group(const std::string& name) {
   std::vector<std::string> dims;

@@ -1,4 +1,4 @@
-// force-recompute-fsdp-all-gather: an FSDP wait is a passcheck::wait_tensor whose input is
+// force-recompute-fsdp-all-gather: an FSDP wait is a _c10d_functional::wait_tensor whose input is
 // an all_gather reading a graph input through nodes with exactly one distinct input each
 // (check::fsdp_all_gather_of). With reshard-after-forward (the default) the all_gather
 // and the wait are tagged MUST_RECOMPUTE in region 100000, then the chain below the wait
@@ -60,11 +60,11 @@ check::PassResult force_recompute_fsdp_all_gather_pass(ir::Graph& graph, const c
     if (tag(n, policy)) ++changed;
   };
   for (ir::Node* wait : graph.node_list()) {
-    if (wait->op() != "passcheck::wait_tensor") continue;
+    if (wait->op() != "_c10d_functional::wait_tensor") continue;
     if (d.refuse("not-forward", !is_forward(*wait))) continue;
     ir::Node* ag = check::fsdp_all_gather_of(*wait);
     if (d.refuse("gathers-computed-value", !ag && wait->operand(0)->producer() &&
-                                               wait->operand(0)->producer()->op() == "passcheck::all_gather_into_tensor"))
+                                               wait->operand(0)->producer()->op() == "_c10d_functional::all_gather_into_tensor"))
       continue;
     if (!ag) continue;
     ++unshards;

@@ -66,7 +66,7 @@ PartitionSummary summarize(const ir::Module& module, StructuralKeys& keys) {
   PartitionSummary s;
   const size_t fwd = module.find_part("forward").value_or(0);
   const ir::Graph& forward = *module.parts.at(fwd).graph;
-  for (const ir::Node* n : forward.nodes()) s.forward_all_gathers += n->op() == "passcheck::all_gather_into_tensor";
+  for (const ir::Node* n : forward.nodes()) s.forward_all_gathers += n->op() == "_c10d_functional::all_gather_into_tensor";
   for (size_t i : module.linked_outputs(fwd)) {
     const ir::Value* v = forward.outputs().at(i);
     s.saved.push_back(v->name());

@@ -32,7 +32,7 @@ struct RoundTripOptions {
 
 /// What one partition of the round trip looks like.
 struct PartitionSummary {
-  /// passcheck::all_gather_into_tensor nodes in the forward part.
+  /// _c10d_functional::all_gather_into_tensor nodes in the forward part.
   int64_t forward_all_gathers = 0;
   /// The saved values: the forward part's names of the values it hands to the backward.
   std::vector<std::string> saved;

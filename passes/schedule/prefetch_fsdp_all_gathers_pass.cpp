@@ -24,13 +24,13 @@ namespace {
 // The wait reading a collective's result (the verifier guarantees it is its only user).
 ir::Node* wait_of(const ir::Node& collective) {
   for (const ir::Use& u : collective.output(0)->uses())
-    if (!u.is_graph_output() && u.user->op() == "passcheck::wait_tensor") return u.user;
+    if (!u.is_graph_output() && u.user->op() == "_c10d_functional::wait_tensor") return u.user;
   return nullptr;
 }
 
 }  // namespace
 
-bool is_reduce_scatter(const ir::Node& node) { return node.op() == "passcheck::reduce_scatter_tensor"; }
+bool is_reduce_scatter(const ir::Node& node) { return node.op() == "_c10d_functional::reduce_scatter_tensor"; }
 
 int64_t record_compute_order(ir::Graph& graph) {
   for (const ir::Node* n : graph.nodes())

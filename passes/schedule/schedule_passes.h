@@ -22,7 +22,7 @@ constexpr const char* kScheduleReduceScatterKey = "schedule_rs_before";
 /// Returns how many nodes it recorded.
 int64_t record_compute_order(ir::Graph& graph);
 
-/// Whether a node is a passcheck::reduce_scatter_tensor.
+/// Whether a node is a _c10d_functional::reduce_scatter_tensor.
 bool is_reduce_scatter(const ir::Node& node);
 
 check::PassResult prefetch_fsdp_all_gathers_pass(ir::Graph& graph, const check::PassOptions& options);

@@ -17,8 +17,8 @@ const char* const kFsdpLayer = R"(mesh dp=2 rank 1
 graph(
     param %w : f32[2, 3] placed(S(0)),
     arg %x : f32[4, 3]):
-  %ag : f32[4, 3] = passcheck::all_gather_into_tensor(%w, 2, "dp")
-  %full : f32[4, 3] placed(R) = passcheck::wait_tensor(%ag)
+  %ag : f32[4, 3] = _c10d_functional::all_gather_into_tensor(%w, 2, "dp")
+  %full : f32[4, 3] placed(R) = _c10d_functional::wait_tensor(%ag)
   %y : f32[4, 4] = aten::mm(%x, %t)
   %t : f32[3, 4] = aten::t(%full)
   return (%y)
@@ -39,7 +39,7 @@ TEST(DistGraph, MeshAndPlacementsRoundTrip) {
   std::string printed = g->print();
   EXPECT_NE(printed.find("mesh dp=2 rank 1\n"), std::string::npos) << printed;
   EXPECT_NE(printed.find("param %w : f32[2, 3] placed(S(0))"), std::string::npos) << printed;
-  EXPECT_NE(printed.find("placed(R) = passcheck::wait_tensor"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("placed(R) = _c10d_functional::wait_tensor"), std::string::npos) << printed;
   EXPECT_EQ(ir::parse_graph(printed)->print(), printed);
   EXPECT_EQ(g->clone()->print(), printed);
   EXPECT_TRUE(check::verify_graph(*g).empty());
@@ -76,7 +76,7 @@ TEST(DistGraph, VerifierRefusesAResultUsedBeforeItsWait) {
   auto g = ir::parse_graph(text);
   auto issues = check::verify_graph(*g);
   ASSERT_FALSE(issues.empty());
-  EXPECT_NE(issues[0].message.find("is used by `%t : f32[3, 4] = aten::t(%ag)` without passcheck::wait_tensor"), std::string::npos)
+  EXPECT_NE(issues[0].message.find("is used by `%t : f32[3, 4] = aten::t(%ag)` without _c10d_functional::wait_tensor"), std::string::npos)
       << issues[0].message;
 }
 

@@ -51,7 +51,7 @@ int64_t longest_backward_compute_run(const ir::Graph& g) {
   for (const ir::Node* n : g.nodes()) {
     backward |= n->meta().phase == ir::Phase::Backward;
     if (!backward) continue;
-    if (n->op() == "passcheck::reduce_scatter_tensor") run = 0;
+    if (n->op() == "_c10d_functional::reduce_scatter_tensor") run = 0;
     else if (exec::has_flop_formula(*n)) longest = std::max(longest, ++run);
   }
   return longest;

@@ -26,17 +26,17 @@ std::string chain_graph(const std::string& first, int64_t first_size, const std:
   const int64_t rows = 3 * first_size;
   const std::string r = std::to_string(rows), full = std::to_string(rows * second_size);
   std::string text = "mesh dp=4, tp=2 rank 0\ngraph(param %x : f32[3, 4]):\n";
-  text += "  %ag : f32[" + r + ", 4] = passcheck::all_gather_into_tensor(%x, " + std::to_string(first_size) + ", \"" +
+  text += "  %ag : f32[" + r + ", 4] = _c10d_functional::all_gather_into_tensor(%x, " + std::to_string(first_size) + ", \"" +
           first + "\")\n";
-  text += "  %wait : f32[" + r + ", 4] = passcheck::wait_tensor(%ag)\n";
+  text += "  %wait : f32[" + r + ", 4] = _c10d_functional::wait_tensor(%ag)\n";
   std::string end = "%wait";
   if (!views.empty()) {
     text += views;
     end = "%end";
   }
-  text += "  %ag2 : f32[" + full + ", 4] = passcheck::all_gather_into_tensor(" + end + ", " +
+  text += "  %ag2 : f32[" + full + ", 4] = _c10d_functional::all_gather_into_tensor(" + end + ", " +
           std::to_string(second_size) + ", \"" + second + "\")\n";
-  text += "  %out : f32[" + full + ", 4] = passcheck::wait_tensor(%ag2)\n";
+  text += "  %out : f32[" + full + ", 4] = _c10d_functional::wait_tensor(%ag2)\n";
   text += "  %y : f32[" + full + ", 4] = aten::sin(%out)\n  return (%y)\n";
   return text;
 }

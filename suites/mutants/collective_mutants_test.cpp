@@ -25,12 +25,12 @@ namespace {
 // Bug 7's chain on a 4 x 4 gathered value: permute[1,0] then permute[0,1] transposes.
 const char* const kPermutePair = R"(mesh dp=2, tp=2 rank 0
 graph(param %x : f32[2, 4]):
-  %ag : f32[4, 4] = passcheck::all_gather_into_tensor(%x, 2, "dp")
-  %wait : f32[4, 4] = passcheck::wait_tensor(%ag)
+  %ag : f32[4, 4] = _c10d_functional::all_gather_into_tensor(%x, 2, "dp")
+  %wait : f32[4, 4] = _c10d_functional::wait_tensor(%ag)
   %p : f32[4, 4]{1, 4} = aten::permute(%wait, [1, 0])
   %q : f32[4, 4]{1, 4} = aten::permute(%p, [0, 1])
-  %ag2 : f32[8, 4] = passcheck::all_gather_into_tensor(%q, 2, "tp")
-  %out : f32[8, 4] = passcheck::wait_tensor(%ag2)
+  %ag2 : f32[8, 4] = _c10d_functional::all_gather_into_tensor(%q, 2, "tp")
+  %out : f32[8, 4] = _c10d_functional::wait_tensor(%ag2)
   return (%out)
 )";
 
@@ -38,12 +38,12 @@ graph(param %x : f32[2, 4]):
 // A dp-then-tp chain through an identity pair of permutes (fused onto tp_dp).
 const char* const kAscending = R"(mesh dp=2, tp=2 rank 0
 graph(param %x : f32[2, 3]):
-  %ag : f32[4, 3] = passcheck::all_gather_into_tensor(%x, 2, "dp")
-  %wait : f32[4, 3] = passcheck::wait_tensor(%ag)
+  %ag : f32[4, 3] = _c10d_functional::all_gather_into_tensor(%x, 2, "dp")
+  %wait : f32[4, 3] = _c10d_functional::wait_tensor(%ag)
   %p : f32[3, 4]{1, 3} = aten::permute(%wait, [1, 0])
   %q : f32[4, 3] = aten::permute(%p, [1, 0])
-  %ag2 : f32[8, 3] = passcheck::all_gather_into_tensor(%q, 2, "tp")
-  %out : f32[8, 3] = passcheck::wait_tensor(%ag2)
+  %ag2 : f32[8, 3] = _c10d_functional::all_gather_into_tensor(%q, 2, "tp")
+  %out : f32[8, 3] = _c10d_functional::wait_tensor(%ag2)
   return (%out)
 )";
 
@@ -115,7 +115,7 @@ TEST(CollectiveMutants, SwappedGroupsMutantDiffersOnSim) {
   int64_t fused = 0;
   auto real = run_unproved(kAscending, "fuse-chained-allgathers", &fused);
   ASSERT_EQ(fused, 1);
-  EXPECT_NE(real->print().find("passcheck::all_gather_into_tensor(%x, 4, \"tp_dp\")"), std::string::npos) << real->print();
+  EXPECT_NE(real->print().find("_c10d_functional::all_gather_into_tensor(%x, 4, \"tp_dp\")"), std::string::npos) << real->print();
   auto original = ir::parse_graph(kAscending);
   EXPECT_EQ(ranks_that_differ(*original, *real, {2, 3}), 0);
   auto mutated = run_unproved(kAscending, "mutant-fuse-chained-allgathers-swapped-groups", &fused);

@@ -51,9 +51,9 @@ const ir::Node* only_reader(const ir::Value& v) {
 std::set<std::string> reference_tags(const ir::Graph& g) {
   std::set<std::string> tags;
   for (const ir::Node* wait : g.nodes()) {
-    if (wait->op() != "passcheck::wait_tensor") continue;
+    if (wait->op() != "_c10d_functional::wait_tensor") continue;
     const ir::Node* ag = wait->operand(0)->producer();
-    if (!ag || ag->op() != "passcheck::all_gather_into_tensor") continue;
+    if (!ag || ag->op() != "_c10d_functional::all_gather_into_tensor") continue;
     bool from_input = true;
     for (const ir::Value* v = ag->operand(0); v->producer(); v = v->producer()->operand(0))
       if (distinct_inputs(*v->producer()) != 1) {

@@ -106,11 +106,11 @@ def main():
         bad = os.path.join(workdir, "collective.graph")
         with open(bad, "w") as f:
             f.write("graph(arg %x : f32[4]):\n"
-                    "  %g : f32[8] = passcheck::all_gather_into_tensor(%x, 2, \"dp\")\n"
-                    "  %w : f32[8] = passcheck::wait_tensor(%g)\n"
+                    "  %g : f32[8] = _c10d_functional::all_gather_into_tensor(%x, 2, \"dp\")\n"
+                    "  %w : f32[8] = _c10d_functional::wait_tensor(%g)\n"
                     "  return (%w)\n")
         code, out = support.run(["export-python", bad], expect=2)
-        assert "%g (passcheck::all_gather_into_tensor, line 2)" in out and "Python's torch has no such operator" in out, out
+        assert "%g (_c10d_functional::all_gather_into_tensor, line 2)" in out and "Python's torch has no such operator" in out, out
         print("collective refused: " + out.strip().splitlines()[-1])
     print("roundtrip: OK")
 

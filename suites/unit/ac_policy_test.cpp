@@ -45,7 +45,7 @@ TEST(AcPolicyLists, DefaultSaveListComparesBaseNames) {
   EXPECT_TRUE(in_default_save_list("aten::max.dim"));
   EXPECT_TRUE(in_default_save_list("aten::mm.default"));
   EXPECT_TRUE(in_default_save_list("_c10d_functional::reduce_scatter_tensor"));
-  EXPECT_TRUE(in_default_save_list("passcheck::all_to_all"));
+  EXPECT_TRUE(in_default_save_list("_c10d_functional::all_to_all_single"));
   // all_gather is deliberately not saved; neither are cheap pointwise ops.
   EXPECT_FALSE(in_default_save_list("all_gather_into_tensor"));
   EXPECT_FALSE(in_default_save_list("_c10d_functional::all_gather_into_tensor"));

@@ -107,8 +107,8 @@ TEST(Dce, KeepsAnUnusedRandomDraw) {
 TEST(Dce, KeepsCollectivesAndWaits) {
   // Every rank must run the same collectives, used or not.
   expect_unchanged("dce", R"(graph(arg %x : f32[2]):
-  %all_reduce : f32[2] = passcheck::all_reduce(%x, "sum", "dp")
-  %wait_tensor : f32[2] = passcheck::wait_tensor(%all_reduce)
+  %all_reduce : f32[2] = _c10d_functional::all_reduce(%x, "sum", "dp")
+  %wait_tensor : f32[2] = _c10d_functional::wait_tensor(%all_reduce)
   %ar2 : f32[2] = _c10d_functional::all_reduce(%x, "sum", "0")
   return (%x)
 )");
@@ -572,10 +572,10 @@ TEST(Cse, DoesNotMergeViews) {
 TEST(Cse, DoesNotMergeCollectives) {
   // Each collective is a separate exchange between ranks.
   expect_unchanged("cse", R"(graph(arg %x : f32[2]):
-  %all_reduce : f32[2] = passcheck::all_reduce(%x, "sum", "dp")
-  %wait_tensor : f32[2] = passcheck::wait_tensor(%all_reduce)
-  %all_reduce_1 : f32[2] = passcheck::all_reduce(%x, "sum", "dp")
-  %wait_tensor_1 : f32[2] = passcheck::wait_tensor(%all_reduce_1)
+  %all_reduce : f32[2] = _c10d_functional::all_reduce(%x, "sum", "dp")
+  %wait_tensor : f32[2] = _c10d_functional::wait_tensor(%all_reduce)
+  %all_reduce_1 : f32[2] = _c10d_functional::all_reduce(%x, "sum", "dp")
+  %wait_tensor_1 : f32[2] = _c10d_functional::wait_tensor(%all_reduce_1)
   return (%wait_tensor, %wait_tensor_1)
 )");
 }
@@ -601,8 +601,8 @@ TEST(OpProperties, ClassifiesFromSchemasTagsAndNames) {
   %randn : f32[2] = aten::randn([2], None, None, None, None)
   %native_dropout : f32[2], %mask : b8[2] = aten::native_dropout(%x, 0.5, True)
   %empty : f32[2] = aten::empty.memory_format([2], None, None, None, None, None)
-  %ar : f32[2] = passcheck::all_reduce(%x, "sum", "dp")
-  %ar_wait : f32[2] = passcheck::wait_tensor(%ar)
+  %ar : f32[2] = _c10d_functional::all_reduce(%x, "sum", "dp")
+  %ar_wait : f32[2] = _c10d_functional::wait_tensor(%ar)
   %rng_state : u8[5056] = passcheck::rng_state(device("cpu"))
   () = aten::_assert_async(%x)
   %u : f32[2] = mylib::mystery(%x)
@@ -624,7 +624,7 @@ TEST(OpProperties, ClassifiesFromSchemasTagsAndNames) {
   EXPECT_TRUE(exec::is_random(*by_op.at("aten::native_dropout")));
   EXPECT_TRUE(exec::is_uninitialized_allocation(*by_op.at("aten::empty.memory_format")));
   EXPECT_FALSE(exec::is_uninitialized_allocation(relu));
-  EXPECT_TRUE(exec::is_collective(*by_op.at("passcheck::all_reduce")));
+  EXPECT_TRUE(exec::is_collective(*by_op.at("_c10d_functional::all_reduce")));
   EXPECT_TRUE(exec::has_side_effects(*by_op.at("passcheck::rng_state")));
   const ir::Node& assert_async = *by_op.at("aten::_assert_async");
   EXPECT_TRUE(exec::is_async_assert(assert_async));

@@ -144,8 +144,8 @@ TEST(CudagraphCapturable, ViewsMatmulsCollectivesAndRandomOpsAreCapturable) {
 graph(param %w : f32[4, 4]@cuda, arg %x : f32[2, 4]@cuda):
   %mm : f32[2, 4]@cuda = aten::mm(%x, %w)
   %t : f32[4, 2]{1, 4}@cuda = aten::t(%mm)
-  %ag : f32[4, 4]@cuda = passcheck::all_gather_into_tensor(%w, 2, "dp")
-  %wait : f32[4, 4]@cuda = passcheck::wait_tensor(%ag)
+  %ag : f32[4, 4]@cuda = _c10d_functional::all_gather_into_tensor(%w, 2, "dp")
+  %wait : f32[4, 4]@cuda = _c10d_functional::wait_tensor(%ag)
   %rand : f32[2, 4]@cuda = aten::rand_like(%mm, None, None, None, None, None)
   %drop : f32[2, 4]@cuda = aten::bernoulli.p(%mm, 0.5, None)
   return (%t, %wait, %rand, %drop))";

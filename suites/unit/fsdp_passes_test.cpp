@@ -49,8 +49,8 @@ TEST(ForceRecomputeFsdp, TagsTheWholeSingleInputChainButNotItsReaders) {
 TEST(ForceRecomputeFsdp, AddOfTheSameValueCountsAsOneInput) {
   auto g = parse(R"(mesh dp=4 rank 0
 graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 16]):
-  %ag : f32[16, 8] = passcheck::all_gather_into_tensor(%w, 4, "dp")
-  %wait : f32[16, 8] = passcheck::wait_tensor(%ag)
+  %ag : f32[16, 8] = _c10d_functional::all_gather_into_tensor(%w, 4, "dp")
+  %wait : f32[16, 8] = _c10d_functional::wait_tensor(%ag)
   %double : f32[16, 8] = aten::add.Tensor(%wait, %wait, 1)
   %sum : f32[16, 8] = aten::add.Tensor(%double, %x, 1)
   return (%sum)

@@ -95,7 +95,7 @@ TEST_F(GraphTest, OpNameParts) {
   EXPECT_EQ(split->op_name(), "aten::split");
   EXPECT_EQ(split->overload(), "Tensor");
   EXPECT_EQ(split->op_base(), "split");
-  Node* gather = g.create("passcheck::all_gather_into_tensor", {Arg::of(a)});
+  Node* gather = g.create("_c10d_functional::all_gather_into_tensor", {Arg::of(a)});
   EXPECT_EQ(gather->overload(), "");
   EXPECT_EQ(gather->op_base(), "all_gather_into_tensor");
 }

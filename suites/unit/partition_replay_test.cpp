@@ -144,8 +144,8 @@ TEST(PartitionReplay, MustRecomputeBlocksASaveOfAMultiOutputProducer) {
 // into (a collective's wait) tagged MUST_RECOMPUTE is recomputed although tagged.
 TEST(PartitionReplay, MustRecomputeBlocksASaveOfAnOpaqueCollective) {
   auto g = ir::parse_graph(R"(graph(param %w : f32[32, 8], arg %x : f32[4, 8]):
-  %all_gather_into_tensor : f32[64, 8] = passcheck::all_gather_into_tensor(%w, 2, "dp")  #{recompute=must_recompute, custom={"ap_must_save": "1"}}
-  %wait_tensor : f32[64, 8] = passcheck::wait_tensor(%all_gather_into_tensor)  #{recompute=must_recompute, custom={"ap_must_save": "1"}}
+  %all_gather_into_tensor : f32[64, 8] = _c10d_functional::all_gather_into_tensor(%w, 2, "dp")  #{recompute=must_recompute, custom={"ap_must_save": "1"}}
+  %wait_tensor : f32[64, 8] = _c10d_functional::wait_tensor(%all_gather_into_tensor)  #{recompute=must_recompute, custom={"ap_must_save": "1"}}
   %t : f32[8, 64]{1, 8} = aten::t(%wait_tensor)  #{recompute=must_recompute}
   %mm : f32[4, 64] = aten::mm(%x, %t)
   %sum : f32[] = aten::sum(%mm, None)  #{phase=loss}
@@ -157,7 +157,7 @@ TEST(PartitionReplay, MustRecomputeBlocksASaveOfAnOpaqueCollective) {
   ir::Module second = run_partitioner(*g, "partition-save-all");
   EXPECT_TRUE(saved_names(second).empty());
   int64_t gathers = 0;
-  for (const ir::Node* n : second.parts[1].graph->nodes()) gathers += n->op() == "passcheck::all_gather_into_tensor";
+  for (const ir::Node* n : second.parts[1].graph->nodes()) gathers += n->op() == "_c10d_functional::all_gather_into_tensor";
   EXPECT_EQ(gathers, 1);
 }
 
@@ -203,8 +203,8 @@ TEST(PartitionReplay, ATaggedValueTheBackwardDoesNotReadIsNotSaved) {
 // 13. test_recompute_tags_survive_retrace_through_collectives
 TEST(PartitionReplay, RecomputeTagsSurviveAReTraceThroughCollectives) {
   auto g = ir::parse_graph(R"(graph(param %w : f32[32, 64], arg %x : f32[8, 64]):
-  %all_gather_into_tensor : f32[64, 64] = passcheck::all_gather_into_tensor(%w, 2, "dp")  #{recompute=must_recompute}
-  %wait_tensor : f32[64, 64] = passcheck::wait_tensor(%all_gather_into_tensor)  #{recompute=must_recompute}
+  %all_gather_into_tensor : f32[64, 64] = _c10d_functional::all_gather_into_tensor(%w, 2, "dp")  #{recompute=must_recompute}
+  %wait_tensor : f32[64, 64] = _c10d_functional::wait_tensor(%all_gather_into_tensor)  #{recompute=must_recompute}
   %t : f32[64, 64]{1, 64} = aten::t(%wait_tensor)  #{recompute=must_recompute}
   %mm : f32[8, 64] = aten::mm(%x, %t)
   %relu : f32[8, 64] = aten::relu(%mm)
@@ -215,8 +215,8 @@ TEST(PartitionReplay, RecomputeTagsSurviveAReTraceThroughCollectives) {
   %t_1 : f32[64, 8]{1, 64} = aten::t(%x)  #{phase=backward}
   %mm_1 : f32[64, 64] = aten::mm(%t_1, %threshold_backward)  #{phase=backward}
   %t_2 : f32[64, 64]{1, 64} = aten::t(%mm_1)  #{phase=backward}
-  %reduce_scatter_tensor : f32[32, 64] = passcheck::reduce_scatter_tensor(%t_2, "sum", 2, "dp")  #{phase=backward}
-  %wait_tensor_1 : f32[32, 64] = passcheck::wait_tensor(%reduce_scatter_tensor)  #{phase=backward}
+  %reduce_scatter_tensor : f32[32, 64] = _c10d_functional::reduce_scatter_tensor(%t_2, "sum", 2, "dp")  #{phase=backward}
+  %wait_tensor_1 : f32[32, 64] = _c10d_functional::wait_tensor(%reduce_scatter_tensor)  #{phase=backward}
   %t_3 : f32[64, 64]{1, 64} = aten::t(%t)  #{phase=backward}
   %mm_2 : f32[8, 64] = aten::mm(%threshold_backward, %t_3)  #{phase=backward}
   return (%sum, %wait_tensor_1, %mm_2))");

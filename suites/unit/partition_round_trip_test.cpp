@@ -43,7 +43,7 @@ TEST(RoundTripFsdp, Llama3RankGraphKeepsItsAllGatherCountAndSavedSet) {
 int64_t force_recompute_all_gathers(ir::Graph& g) {
   int64_t tagged = 0;
   for (ir::Node* n : g.nodes()) {
-    if (n->op() != "passcheck::all_gather_into_tensor" || n->meta().phase == ir::Phase::Backward) continue;
+    if (n->op() != "_c10d_functional::all_gather_into_tensor" || n->meta().phase == ir::Phase::Backward) continue;
     std::vector<ir::Node*> chain{n};
     while (!chain.empty()) {
       ir::Node* c = chain.back();
@@ -52,7 +52,7 @@ int64_t force_recompute_all_gathers(ir::Graph& g) {
       ++tagged;
       for (const ir::Use& u : c->output(0)->uses())
         if (!u.is_graph_output() && u.user->meta().phase != ir::Phase::Backward &&
-            (u.user->op() == "passcheck::wait_tensor" || exec::aliases_input(*u.user)))
+            (u.user->op() == "_c10d_functional::wait_tensor" || exec::aliases_input(*u.user)))
           chain.push_back(u.user);
     }
   }
@@ -67,7 +67,7 @@ TEST(RoundTripFsdp, Llama3RankGraphWithRecomputedAllGathersKeepsItsCounts) {
   EXPECT_EQ(rt.first_summary.forward_all_gathers, rt.second_summary.forward_all_gathers);
   int64_t backward_gathers = 0;
   for (const ir::Node* n : rt.first.parts[1].graph->nodes())
-    backward_gathers += n->op() == "passcheck::all_gather_into_tensor";
+    backward_gathers += n->op() == "_c10d_functional::all_gather_into_tensor";
   EXPECT_GT(backward_gathers, 0);
   std::cout << rt.report();
 }
@@ -130,10 +130,10 @@ TEST(CseMetadataMerge, RecomputePolicyMustSaveBeatsRecomputeWhichBeatsPreferSave
 
 TEST(CseMergeCollectives, MergesEqualAllGatherChainsOnlyWhenAsked) {
   const char* text = R"(graph(param %w : f32[2, 4]):
-  %all_gather_into_tensor : f32[4, 4] = passcheck::all_gather_into_tensor(%w, 2, "dp")
-  %wait_tensor : f32[4, 4] = passcheck::wait_tensor(%all_gather_into_tensor)
-  %all_gather_into_tensor_1 : f32[4, 4] = passcheck::all_gather_into_tensor(%w, 2, "dp")  #{phase=backward}
-  %wait_tensor_1 : f32[4, 4] = passcheck::wait_tensor(%all_gather_into_tensor_1)  #{phase=backward}
+  %all_gather_into_tensor : f32[4, 4] = _c10d_functional::all_gather_into_tensor(%w, 2, "dp")
+  %wait_tensor : f32[4, 4] = _c10d_functional::wait_tensor(%all_gather_into_tensor)
+  %all_gather_into_tensor_1 : f32[4, 4] = _c10d_functional::all_gather_into_tensor(%w, 2, "dp")  #{phase=backward}
+  %wait_tensor_1 : f32[4, 4] = _c10d_functional::wait_tensor(%all_gather_into_tensor_1)  #{phase=backward}
   %add : f32[4, 4] = aten::add.Tensor(%wait_tensor, %wait_tensor_1, 1)  #{phase=backward}
   return (%add))";
   auto g = ir::parse_graph(text);

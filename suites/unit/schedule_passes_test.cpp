@@ -82,8 +82,8 @@ graph(arg %x : f32[4, 4], arg %y : f32[4, 4]):
   %mm_1 : f32[4, 4] = aten::mm(%mm, %x)  #{custom={"schedule_rank": "1", "schedule_rs_before": ""}}
   %mm_2 : f32[4, 4] = aten::mm(%y, %y)  #{custom={"schedule_rank": "2", "schedule_rs_before": "rs"}}
   %mm_3 : f32[4, 4] = aten::mm(%mm_2, %y)  #{custom={"schedule_rank": "3", "schedule_rs_before": "rs"}}
-  %rs : f32[2, 4] = passcheck::reduce_scatter_tensor(%mm_1, "sum", 2, "dp")
-  %wait : f32[2, 4] = passcheck::wait_tensor(%rs)
+  %rs : f32[2, 4] = _c10d_functional::reduce_scatter_tensor(%mm_1, "sum", 2, "dp")
+  %wait : f32[2, 4] = _c10d_functional::wait_tensor(%rs)
   return (%wait, %mm_3)
 )";
 
@@ -121,8 +121,8 @@ TEST(RecordComputeOrder, RecordsRankAndNearestReduceScatterOnce) {
   auto g = parse(R"(mesh dp=2 rank 0
 graph(arg %x : f32[4, 4]):
   %mm : f32[4, 4] = aten::mm(%x, %x)
-  %rs : f32[2, 4] = passcheck::reduce_scatter_tensor(%mm, "sum", 2, "dp")
-  %wait : f32[2, 4] = passcheck::wait_tensor(%rs)
+  %rs : f32[2, 4] = _c10d_functional::reduce_scatter_tensor(%mm, "sum", 2, "dp")
+  %wait : f32[2, 4] = _c10d_functional::wait_tensor(%rs)
   %relu : f32[4, 4] = aten::relu(%mm)
   %mm_1 : f32[4, 4] = aten::mm(%relu, %x)
   return (%wait, %mm_1)
@@ -139,14 +139,14 @@ TEST(PrefetchFsdpAllGathers, MovesGathersToTheTopAndBucketsReduceScatters) {
   auto g = parse(R"(mesh dp=2 rank 0
 graph(param %w : f32[2, 4] placed(S(0)), arg %x : f32[4, 4]):
   %mm : f32[4, 4] = aten::mm(%x, %x)
-  %ag : f32[4, 4] = passcheck::all_gather_into_tensor(%w, 2, "dp")
-  %wait : f32[4, 4] = passcheck::wait_tensor(%ag)
+  %ag : f32[4, 4] = _c10d_functional::all_gather_into_tensor(%w, 2, "dp")
+  %wait : f32[4, 4] = _c10d_functional::wait_tensor(%ag)
   %mm_1 : f32[4, 4] = aten::mm(%mm, %wait)
-  %rs : f32[2, 4] = passcheck::reduce_scatter_tensor(%mm_1, "sum", 2, "dp")  #{phase=backward}
-  %wait_1 : f32[2, 4] = passcheck::wait_tensor(%rs)  #{phase=backward}
+  %rs : f32[2, 4] = _c10d_functional::reduce_scatter_tensor(%mm_1, "sum", 2, "dp")  #{phase=backward}
+  %wait_1 : f32[2, 4] = _c10d_functional::wait_tensor(%rs)  #{phase=backward}
   %mm_2 : f32[4, 4] = aten::mm(%mm_1, %x)  #{phase=backward}
-  %rs_1 : f32[2, 4] = passcheck::reduce_scatter_tensor(%mm_2, "sum", 2, "dp")  #{phase=backward}
-  %wait_2 : f32[2, 4] = passcheck::wait_tensor(%rs_1)  #{phase=backward}
+  %rs_1 : f32[2, 4] = _c10d_functional::reduce_scatter_tensor(%mm_2, "sum", 2, "dp")  #{phase=backward}
+  %wait_2 : f32[2, 4] = _c10d_functional::wait_tensor(%rs_1)  #{phase=backward}
   return (%wait_1, %wait_2)
 )");
   auto records = run("prefetch-fsdp-all-gathers{bucket-reduce-scatters=2}", *g);
