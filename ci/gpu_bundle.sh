@@ -24,6 +24,7 @@ PY
 )
 [ -n "$cmd" ] || { echo "gpu_bundle: configure first (no min_cut.cpp in $BUILD_DIR/compile_commands.json)" >&2; exit 2; }
 deps=$(mktemp)
+cmd=$(echo "$cmd" | sed -E "s/ -o [^ ]+/ /")  # no object file: -M writes the dependency list only
 (cd "$BUILD_DIR" && eval "$cmd -M -MF $deps -o /dev/null" >/dev/null)
 tr ' \\' '\n\n' < "$deps" | grep '^/usr/include/boost/' | sort -u | while read -r f; do
   mkdir -p "$dest/$(dirname "${f#/usr/include/}")"

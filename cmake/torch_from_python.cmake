@@ -6,7 +6,7 @@
 # PASSCHECK_TORCH_INCLUDE_DIR and PASSCHECK_PYTHON (recorded for the Python bridge's tests).
 set(PASSCHECK_PYTHON "${PROJECT_SOURCE_DIR}/.venv/bin/python" CACHE FILEPATH
     "Python interpreter whose torch package provides LibTorch")
-if(NOT Torch_DIR OR EXISTS "${PASSCHECK_PYTHON}")
+if(NOT Torch_DIR)
   if(NOT EXISTS "${PASSCHECK_PYTHON}")
     message(FATAL_ERROR "passcheck: no Python at ${PASSCHECK_PYTHON}. Run ci/bootstrap.sh (it creates .venv with the "
                         "pinned torch), or pass -DPASSCHECK_PYTHON=/path/to/python or -DTorch_DIR=/path/to/TorchConfig")
@@ -20,10 +20,9 @@ if(NOT Torch_DIR OR EXISTS "${PASSCHECK_PYTHON}")
   endif()
   string(REPLACE "\n" ";" _passcheck_torch_out "${_passcheck_torch_out}")
   list(GET _passcheck_torch_out 0 _passcheck_torch_prefix)
-  list(GET _passcheck_torch_out 1 PASSCHECK_TORCH_VERSION)
-  if(NOT Torch_DIR)
-    set(Torch_DIR "${_passcheck_torch_prefix}/Torch" CACHE PATH "TorchConfig.cmake folder" FORCE)
-  endif()
+  list(GET _passcheck_torch_out 1 _passcheck_torch_version)
+  set(PASSCHECK_TORCH_VERSION "${_passcheck_torch_version}" CACHE INTERNAL "torch version of the Python that gave Torch_DIR")
+  set(Torch_DIR "${_passcheck_torch_prefix}/Torch" CACHE PATH "TorchConfig.cmake folder" FORCE)
 endif()
 
 # passcheck compiles no CUDA kernels of its own (its CUDA code is host C++ over LibTorch);

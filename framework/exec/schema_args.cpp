@@ -43,6 +43,7 @@ SchemaArgKind classify(const c10::Argument& arg) {
     case c10::TypeKind::StringType: return SchemaArgKind::String;
     case c10::TypeKind::DeviceObjType: return SchemaArgKind::Device;
     case c10::TypeKind::GeneratorType: return SchemaArgKind::Generator;
+    case c10::TypeKind::AnyType: return SchemaArgKind::Any;
     case c10::TypeKind::ListType: {
       c10::TypePtr elem = t->castRaw<c10::ListType>()->getElementType();
       if (elem->kind() == c10::TypeKind::TensorType) return SchemaArgKind::TensorList;

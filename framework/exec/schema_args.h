@@ -31,6 +31,7 @@ enum class SchemaArgKind {
   FloatList,
   BoolList,
   Generator,
+  Any,  // `Any` (torch 2.15 types the group of a functional collective so: a name or a group)
   Other,
 };
 

@@ -110,6 +110,7 @@ TEST(Dce, KeepsCollectivesAndWaits) {
   %all_reduce : f32[2] = _c10d_functional::all_reduce(%x, "sum", "dp")
   %wait_tensor : f32[2] = _c10d_functional::wait_tensor(%all_reduce)
   %ar2 : f32[2] = _c10d_functional::all_reduce(%x, "sum", "0")
+  %wait2 : f32[2] = _c10d_functional::wait_tensor(%ar2)
   return (%x)
 )");
 }

@@ -70,8 +70,8 @@ TEST(HostileGraph, OutOfRangeDtypeCodesAreRefusedBeforeDispatchWithTheArgumentNa
 TEST(HostileGraph, LayoutMemoryFormatAndIntCodedEnumsAreChecked) {
   EXPECT_CONTAINS(executor_error(graph_of("%y : f32[2] = aten::empty.memory_format([2], 6, 3)")),
                   "argument 'layout': 3 is the layout Mkldnn, which graphs cannot hold (dense strided tensors only)");
-  EXPECT_CONTAINS(executor_error(graph_of("%y : f32[2] = aten::empty.memory_format([2], 6, 7)")),
-                  "argument 'layout': 7 is not a layout");
+  EXPECT_CONTAINS(executor_error(graph_of("%y : f32[2] = aten::empty.memory_format([2], 6, 99)")),
+                  "argument 'layout': 99 is not a layout");
   EXPECT_CONTAINS(executor_error(graph_of("%y : f32[2, 3] = aten::clone(%x, 4)")),
                   "aten::clone argument 'memory_format': 4 is not a memory format (valid memory format codes: 0-3");
   EXPECT_CONTAINS(executor_error(graph_of("%y : f32[] = aten::mse_loss(%x, %x, 7)")),
@@ -149,11 +149,11 @@ TEST(HostileGraph, TheVerifierReportsSchemaProblemsWithTheirLocation) {
 }
 
 TEST(HostileGraph, InternalAssertsOfLibTorchReachTheUserAsBadArguments) {
-  // Schema-valid, but index.Tensor with no indices fails a check LibTorch words as an
+  // Schema-valid, but index_put with no indices fails a check LibTorch words as an
   // internal assert ("ntensor >= 3 INTERNAL ASSERT FAILED ... please report a bug").
-  std::string msg = run_error(graph_of("%y : f32[2, 3] = aten::index.Tensor(%x, [])"));
+  std::string msg = run_error(graph_of("%y : f32[2, 3] = aten::index_put(%x, [], %x)"));
   EXPECT_CONTAINS(msg, "the operator does not accept these arguments (LibTorch's internal check `ntensor >= 3` failed)");
-  EXPECT_CONTAINS(msg, "while running node `%y : f32[2, 3] = aten::index.Tensor(%x, [])` (g.txt:2:20)");
+  EXPECT_CONTAINS(msg, "while running node `%y : f32[2, 3] = aten::index_put(%x, [], %x)` (g.txt:2:20)");
   EXPECT_EQ(msg.find("INTERNAL ASSERT"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("report a bug"), std::string::npos) << msg;
 }
