@@ -496,11 +496,17 @@ TORCH_LIBRARY_IMPL(_, TESTING_ONLY_GenericMode, m) {
 namespace passcheck::trace {
 namespace {
 
+// Operators whose composite kernel serves Meta in name only: convolution picks its
+// implementation from the device and has none for meta tensors (it ends in
+// convolution_overrideable, which throws), so meta traces would lose the `convolution`
+// and `convolution_backward` nodes CPU traces record.
+constexpr const char* kCompositeWithoutMeta[] = {"aten::convolution", "aten::convolution_backward"};
+
 // LibTorch owns the Meta backend fallback (it reports the missing kernel), so the
 // stand-in kernel above is registered per operator instead: for every operator with a
-// CPU kernel and none that would serve Meta (its own Meta kernel, or a composite one).
-// Done once, when the first trace starts; operators registered later (a library loaded
-// afterwards) keep LibTorch's error.
+// CPU kernel and none that would serve Meta (its own Meta kernel, or a composite one),
+// and for kCompositeWithoutMeta. Done once, when the first trace starts; operators
+// registered later (a library loaded afterwards) keep LibTorch's error.
 void register_meta_stand_ins() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -512,10 +518,17 @@ void register_meta_stand_ins() {
     c10::Dispatcher& dispatcher = c10::Dispatcher::singleton();
     for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
       std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
-      if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
-      bool served = false;
-      for (c10::DispatchKey k : serves_meta) served |= op->hasKernelForDispatchKey(k);
-      if (served) continue;
+      if (!op) continue;
+      bool forced = false;
+      for (const char* composite : kCompositeWithoutMeta) forced |= name.name == composite;
+      if (forced) {
+        if (op->hasKernelForDispatchKey(c10::DispatchKey::Meta)) continue;
+      } else {
+        if (!op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
+        bool served = false;
+        for (c10::DispatchKey k : serves_meta) served |= op->hasKernelForDispatchKey(k);
+        if (served) continue;
+      }
       const std::string& full = name.name;
       const size_t colons = full.find("::");
       if (colons == std::string::npos) continue;
