@@ -115,6 +115,15 @@ graph(arg %x : f32[4, 4], arg %y : f32[4, 4]):
   return (%mm_2)
 )",
        "cap-compute-batch-size{max-consecutive=1}"},
+      // A collective whose result nobody reads, waited: every rank must still run both.
+      {"unused-collective", R"(mesh dp=2 rank 0
+graph(arg %x : f32[4, 4]):
+  %ar : f32[4, 4] = _c10d_functional::all_reduce(%x, "sum", "dp")
+  %wait : f32[4, 4] = _c10d_functional::wait_tensor(%ar)
+  %neg : f32[4, 4] = aten::neg(%x)
+  return (%neg)
+)",
+       "dce"},
       // Nothing recorded: the current order.
       {"cap-unrecorded", R"(graph(arg %x : f32[4, 4]):
   %mm : f32[4, 4] = aten::mm(%x, %x)

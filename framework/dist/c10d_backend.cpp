@@ -24,6 +24,8 @@ struct RankGroups::State {
   int64_t rank = 0;
   /// The names this rank registered, with the group each replaced (restored at the end).
   std::vector<std::pair<std::string, std::optional<c10::intrusive_ptr<c10d::ProcessGroup>>>> registered;
+  /// c10d's registry holds its groups weakly: the rank owns them.
+  std::vector<c10::intrusive_ptr<c10d::ProcessGroup>> groups;
 
   Communicator& get(const std::string& what) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -167,10 +169,13 @@ class CommunicatorBackend : public c10d::Backend {
   // rows this group gives: otherwise the graph names a group size the mesh disagrees with.
   void expect_rows(const std::string& op, const at::Tensor& output, int64_t rows, const at::Tensor& input) const {
     int64_t got = output.dim() ? output.size(0) : 1;
-    if (got != rows || !output.is_contiguous() || !input.is_contiguous())
-      throw std::invalid_argument("_c10d_functional::" + op + " on group '" + group_.name + "' of " +
-                                  std::to_string(group_.size()) + " members: input " + shape(input) + ", output " +
-                                  shape(output) + " (the collective's group_size does not match the group)");
+    if (got == rows && output.is_contiguous() && input.is_contiguous()) return;
+    // PyTorch's kernel sized the output from the group_size argument: name it.
+    const int64_t in_rows = input.dim() ? input.size(0) : 1;
+    const int64_t said = op == "all_gather_into_tensor" ? (in_rows ? got / in_rows : 0) : (got ? in_rows / got : 0);
+    throw std::invalid_argument("_c10d_functional::" + op + ": group '" + group_.name + "' has " +
+                                std::to_string(group_.size()) + " members but the collective says group_size " +
+                                std::to_string(said) + " (input " + shape(input) + ", output " + shape(output) + ")");
   }
 
   c10::intrusive_ptr<c10d::Work> work(const std::vector<at::Tensor>& outputs, const std::string& op) {
@@ -232,6 +237,7 @@ RankGroups::RankGroups(const RankContext& context) : state_(std::make_shared<Sta
     state_->registered.emplace_back(name, registered(name));
     if (state_->registered.back().second) c10d::unregister_process_group(name);
     c10d::register_process_group(name, pg);
+    state_->groups.push_back(pg);
   }
 }
 
@@ -244,6 +250,7 @@ RankGroups::~RankGroups() {
     c10d::unregister_process_group(it->first);
     if (it->second) c10d::register_process_group(it->first, *it->second);
   }
+  state_->groups.clear();
 }
 
 }  // namespace passcheck::dist

@@ -9,6 +9,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
 
 #include <map>
 #include <mutex>
@@ -19,6 +20,11 @@
 namespace passcheck::dist {
 
 // ---- reduce ops, calls, rank context ---------------------------------------------------
+
+std::string exception_message(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
 
 ReduceOp parse_reduce_op(const std::string& name) {
   if (name == "sum") return ReduceOp::Sum;
@@ -181,18 +187,24 @@ at::Tensor call_all_to_all(const at::Tensor& input, const std::vector<int64_t>& 
 }
 at::Tensor call_wait(const at::Tensor& t) { return call_boxed("wait_tensor", {t}); }
 
+// Calls below autograd (the op's CPU/CUDA kernel), as an autograd kernel must.
+struct BelowAutograd {
+  at::AutoDispatchBelowADInplaceOrView guard;
+};
+
 class AllGatherFunction : public torch::autograd::Function<AllGatherFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, int64_t group_size,
                             const std::string& group_name) {
     ctx->saved_data["n"] = group_size;
     ctx->saved_data["g"] = group_name;
+    BelowAutograd below;
     return call_all_gather(input, group_size, group_name);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     int64_t n = ctx->saved_data["n"].toInt();
     std::string g = ctx->saved_data["g"].toStringRef();
-    return {wait_tensor(reduce_scatter_tensor(grads[0], "sum", n, g)), at::Tensor(), at::Tensor()};
+    return {call_wait(call_reduce_scatter(grads[0], "sum", n, g)), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -203,6 +215,7 @@ class ReduceScatterFunction : public torch::autograd::Function<ReduceScatterFunc
     ctx->saved_data["op"] = reduce_op;
     ctx->saved_data["n"] = group_size;
     ctx->saved_data["g"] = group_name;
+    BelowAutograd below;
     return call_reduce_scatter(input, reduce_op, group_size, group_name);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -211,7 +224,7 @@ class ReduceScatterFunction : public torch::autograd::Function<ReduceScatterFunc
     if (op != "sum" && op != "avg")
       throw std::invalid_argument("reduce_scatter_tensor with reduce_op '" + op +
                                   "' is not differentiable (sum and avg are)");
-    at::Tensor g = wait_tensor(all_gather_into_tensor(grads[0], n, ctx->saved_data["g"].toStringRef()));
+    at::Tensor g = call_wait(call_all_gather(grads[0], n, ctx->saved_data["g"].toStringRef()));
     if (op == "avg") g = g.div(n);
     return {g, at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -221,6 +234,7 @@ class AllReduceFunction : public torch::autograd::Function<AllReduceFunction> {
  public:
   static at::Tensor forward(AutogradContext*, const at::Tensor& input, const std::string& reduce_op,
                             const std::string& group_name) {
+    BelowAutograd below;
     return call_all_reduce(input, reduce_op, group_name);
   }
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], at::Tensor(), at::Tensor()}; }
@@ -233,19 +247,23 @@ class AllToAllFunction : public torch::autograd::Function<AllToAllFunction> {
     ctx->saved_data["out"] = output_splits;
     ctx->saved_data["in"] = input_splits;
     ctx->saved_data["g"] = group_name;
+    BelowAutograd below;
     return call_all_to_all(input, output_splits, input_splits, group_name);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     std::vector<int64_t> out = ctx->saved_data["out"].toIntVector(), in = ctx->saved_data["in"].toIntVector();
     // The gradient travels back: what a rank received it returns, what it sent it gets back.
-    return {wait_tensor(all_to_all_single(grads[0], in, out, ctx->saved_data["g"].toStringRef())), at::Tensor(),
+    return {call_wait(call_all_to_all(grads[0], in, out, ctx->saved_data["g"].toStringRef())), at::Tensor(),
             at::Tensor(), at::Tensor()};
   }
 };
 
 class WaitFunction : public torch::autograd::Function<WaitFunction> {
  public:
-  static at::Tensor forward(AutogradContext*, const at::Tensor& t) { return call_wait(t); }
+  static at::Tensor forward(AutogradContext*, const at::Tensor& t) {
+    BelowAutograd below;
+    return call_wait(t);
+  }
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0]}; }
 };
 
@@ -258,7 +276,7 @@ class CopyToGroupFunction : public torch::autograd::Function<CopyToGroupFunction
     return input;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {wait_tensor(all_reduce(grads[0], ctx->saved_data["op"].toStringRef(), ctx->saved_data["g"].toStringRef())),
+    return {call_wait(call_all_reduce(grads[0], ctx->saved_data["op"].toStringRef(), ctx->saved_data["g"].toStringRef())),
             at::Tensor(), at::Tensor()};
   }
 };
@@ -274,23 +292,85 @@ std::vector<int64_t> explicit_splits(const std::vector<int64_t>& splits, int64_t
   return std::vector<int64_t>(n, rows / n);
 }
 
+// ---- autograd kernels --------------------------------------------------------------------
+//
+// The formulas are registered as the operators' Autograd kernels, below the tracer's mode
+// key: the tracer records the operator a program calls, and the backward's operators
+// when the engine runs the formula, exactly as make_fx records PyTorch's own autograd
+// wrappers. The kernels are boxed: the group argument is `str` in torch 2.11 and `Any` in
+// 2.15, and only a group name (not a ProcessGroup object) has a meaning here.
+
+std::string group_argument(const c10::IValue& v, const char* op) {
+  if (!v.isString())
+    throw std::invalid_argument(std::string("_c10d_functional::") + op +
+                                ": passcheck's meshes name groups by string; got a " + v.tagKind());
+  return v.toStringRef();
+}
+
+std::vector<int64_t> split_argument(const c10::IValue& v) {
+  std::vector<int64_t> out;
+  for (const c10::IValue& e : v.toListRef()) out.push_back(e.isSymInt() ? e.toSymInt().expect_int() : e.toInt());
+  return out;
+}
+
+// Pops the operator's arguments, pushes f(arguments).
+template <typename F>
+void boxed_autograd(const c10::OperatorHandle& op, torch::jit::Stack* stack, F f) {
+  const size_t n = op.schema().arguments().size();
+  std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
+  torch::jit::drop(*stack, n);
+  torch::jit::push(*stack, f(args));
+}
+
+void all_gather_autograd(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  boxed_autograd(op, stack, [](const std::vector<c10::IValue>& a) {
+    return AllGatherFunction::apply(a[0].toTensor(), a[1].toInt(), group_argument(a[2], "all_gather_into_tensor"));
+  });
+}
+void reduce_scatter_autograd(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  boxed_autograd(op, stack, [](const std::vector<c10::IValue>& a) {
+    return ReduceScatterFunction::apply(a[0].toTensor(), a[1].toStringRef(), a[2].toInt(),
+                                        group_argument(a[3], "reduce_scatter_tensor"));
+  });
+}
+void all_reduce_autograd(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  boxed_autograd(op, stack, [](const std::vector<c10::IValue>& a) {
+    if (!a[1].isString()) throw std::invalid_argument("_c10d_functional::all_reduce: reduce_op must be a string");
+    return AllReduceFunction::apply(a[0].toTensor(), a[1].toStringRef(), group_argument(a[2], "all_reduce"));
+  });
+}
+void all_to_all_autograd(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  boxed_autograd(op, stack, [](const std::vector<c10::IValue>& a) {
+    return AllToAllFunction::apply(a[0].toTensor(), split_argument(a[1]), split_argument(a[2]),
+                                   group_argument(a[3], "all_to_all_single"));
+  });
+}
+void wait_autograd(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  boxed_autograd(op, stack, [](const std::vector<c10::IValue>& a) { return WaitFunction::apply(a[0].toTensor()); });
+}
+
 }  // namespace
 
 // ---- calls ------------------------------------------------------------------------------
+// Each resolves the group first, so a name the mesh lacks or a group_size it disagrees
+// with is reported in the mesh's words before LibTorch's kernel runs.
 
 at::Tensor all_gather_into_tensor(const at::Tensor& input, int64_t group_size, const std::string& group_name) {
-  return AllGatherFunction::apply(input, group_size, group_name);
+  current_rank().resolve(group_name, group_size);
+  return call_all_gather(input, group_size, group_name);
 }
 
 at::Tensor reduce_scatter_tensor(const at::Tensor& input, const std::string& reduce_op, int64_t group_size,
                                  const std::string& group_name) {
   parse_reduce_op(reduce_op);
-  return ReduceScatterFunction::apply(input, reduce_op, group_size, group_name);
+  current_rank().resolve(group_name, group_size);
+  return call_reduce_scatter(input, reduce_op, group_size, group_name);
 }
 
 at::Tensor all_reduce(const at::Tensor& input, const std::string& reduce_op, const std::string& group_name) {
   parse_reduce_op(reduce_op);
-  return AllReduceFunction::apply(input, reduce_op, group_name);
+  current_rank().resolve(group_name);
+  return call_all_reduce(input, reduce_op, group_name);
 }
 
 at::Tensor all_to_all_single(const at::Tensor& input, const std::vector<int64_t>& output_split_sizes,
@@ -298,10 +378,10 @@ at::Tensor all_to_all_single(const at::Tensor& input, const std::vector<int64_t>
   const int64_t rows = input.dim() ? input.size(0) : 0;
   std::vector<int64_t> in = explicit_splits(input_split_sizes, rows, group_name);
   std::vector<int64_t> out = explicit_splits(output_split_sizes, rows, group_name);
-  return AllToAllFunction::apply(input, out, in, group_name);
+  return call_all_to_all(input, out, in, group_name);
 }
 
-at::Tensor wait_tensor(const at::Tensor& tensor) { return WaitFunction::apply(tensor); }
+at::Tensor wait_tensor(const at::Tensor& tensor) { return call_wait(tensor); }
 
 int64_t group_size(const std::string& group_name) { return current_rank().resolve(group_name).size(); }
 int64_t group_index(const std::string& group_name) { return current_rank().resolve(group_name).index; }
@@ -312,3 +392,11 @@ at::Tensor copy_to_group(const at::Tensor& input, const std::string& group_name,
 }
 
 }  // namespace passcheck::dist
+
+TORCH_LIBRARY_IMPL(_c10d_functional, Autograd, m) {
+  m.impl("all_gather_into_tensor", torch::CppFunction::makeFromBoxedFunction<&passcheck::dist::all_gather_autograd>());
+  m.impl("reduce_scatter_tensor", torch::CppFunction::makeFromBoxedFunction<&passcheck::dist::reduce_scatter_autograd>());
+  m.impl("all_reduce", torch::CppFunction::makeFromBoxedFunction<&passcheck::dist::all_reduce_autograd>());
+  m.impl("all_to_all_single", torch::CppFunction::makeFromBoxedFunction<&passcheck::dist::all_to_all_autograd>());
+  m.impl("wait_tensor", torch::CppFunction::makeFromBoxedFunction<&passcheck::dist::wait_autograd>());
+}

@@ -26,6 +26,10 @@ class CollectiveError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// An exception's message, without the C++ backtrace LibTorch appends to its own errors
+/// (a collective that fails inside LibTorch's kernels throws a c10::Error).
+std::string exception_message(const std::exception& e);
+
 /// Reduce operations of the functional collectives ("sum", "avg", "product", "min", "max").
 enum class ReduceOp { Sum, Avg, Product, Min, Max };
 /// Parses a reduce_op string; throws std::invalid_argument listing the valid names.

@@ -249,11 +249,11 @@ namespace {
       communicator->mark_stopped("finished its run");
       report = "ok";
     } catch (const std::exception& e) {
-      communicator->mark_stopped("failed (" + std::string(e.what()) + ")");
-      report = "error:" + std::string(e.what());
+      communicator->mark_stopped("failed (" + exception_message(e) + ")");
+      report = "error:" + exception_message(e);
     }
   } catch (const std::exception& e) {
-    report = "error:" + std::string(e.what());
+    report = "error:" + exception_message(e);
   } catch (...) {
     report = "error:unknown exception";
   }

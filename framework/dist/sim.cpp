@@ -224,7 +224,7 @@ class SimCommunicator : public Communicator {
         try {
           slot.results = compute_results(slot);
         } catch (const std::exception& e) {
-          slot.error = e.what();
+          slot.error = exception_message(e);
         }
         slot.done = true;
         slot.inputs.clear();
@@ -305,7 +305,7 @@ std::vector<RankOutcome> SimWorld::run(const std::function<void(int64_t rank)>& 
         comm.wait_all();
         out.ok = true;
       } catch (const std::exception& e) {
-        out.error = e.what();
+        out.error = exception_message(e);
         stop_reason = "failed (" + out.error + ")";
       } catch (...) {
         out.error = "unknown exception";

@@ -92,6 +92,7 @@ void all_to_all_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::
 }
 at::Tensor wait_tensor_meta(const at::Tensor& t) { return t; }
 
+
 }  // namespace
 
 std::vector<int64_t> all_gather_result_sizes(std::vector<int64_t> sizes, int64_t group_size) {
@@ -152,8 +153,10 @@ std::string former_operator_message(const std::string& op) {
 
 void ensure_passcheck_ops_registered() {
   // Referencing this function keeps this object file (and its TORCH_LIBRARY blocks)
-  // in every binary that links the executor, and with it the grouped_mm kernels.
+  // in every binary that links the executor, and with it the grouped_mm kernels and the
+  // Meta kernels of meta_kernels.cpp.
   ensure_grouped_mm_registered();
+  ensure_meta_kernels_registered();
 }
 
 }  // namespace passcheck::exec

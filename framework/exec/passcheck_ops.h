@@ -29,6 +29,11 @@ namespace passcheck::exec {
 /// Makes sure the passcheck operators are registered (idempotent; the executor calls it).
 void ensure_passcheck_ops_registered();
 
+/// Keeps the Meta kernels of meta_kernels.cpp (ATen operators whose Meta kernel PyTorch
+/// registers from Python: scaled_dot_product_attention's CPU kernels, _safe_softmax,
+/// _grouped_mm) in every binary that links the executor.
+void ensure_meta_kernels_registered();
+
 /// For an operator name graph files used before collectives became PyTorch's own
 /// ("passcheck::wait_tensor"), the message naming its replacement; empty otherwise.
 std::string former_operator_message(const std::string& op);

@@ -27,6 +27,7 @@
 #include <torch/nn/module.h>
 
 #include <atomic>
+#include <limits>
 #include <map>
 #include <cstdio>
 #include <cstdlib>
@@ -369,6 +370,41 @@ void Recorder::propagate_backward_metadata() {
   }
 }
 
+// scaled_dot_product_attention picks its kernel from the device through a DispatchStub,
+// not an operator, and on meta it always takes the math decomposition: a meta trace would
+// record another graph than a CPU trace. On meta inputs the tracer takes the CPU choice
+// instead (asked of LibTorch on small CPU proxies, exec/meta_kernels.cpp) and, when it is
+// the CPU flash kernel, records what the composite records on the CPU: the boolean mask
+// made additive, then _scaled_dot_product_flash_attention_for_cpu. The conformance suite
+// compares meta and CPU traces of every model, so a LibTorch that changes this path is
+// caught there. Returns false when the regular dispatch applies.
+bool trace_meta_attention_as_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  static const c10::OperatorName sdpa{"aten::scaled_dot_product_attention", ""};
+  if (op.operator_name() != sdpa) return false;
+  const size_t n = op.schema().arguments().size();
+  std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
+  if (!args[0].isTensor() || !args[0].toTensor().is_meta()) return false;
+  const at::Tensor q = args[0].toTensor(), k = args[1].toTensor(), v = args[2].toTensor();
+  std::optional<at::Tensor> mask = args[3].isNone() ? std::nullopt : std::optional<at::Tensor>(args[3].toTensor());
+  const double dropout = args[4].toDouble();
+  const bool causal = args[5].toBool();
+  const std::optional<double> scale = args[6].isNone() ? std::nullopt : std::optional<double>(args[6].toDouble());
+  const bool gqa = n > 7 && args[7].toBool();
+  constexpr int64_t kFlashAttention = 1;  // sdp::SDPBackend::flash_attention
+  int64_t choice;
+  {
+    c10::impl::ExcludeDispatchKeyGuard not_recorded(kTraceKey);
+    choice = at::_fused_sdp_choice(q, k, v, mask, dropout, causal, scale, gqa);
+  }
+  if (choice != kFlashAttention) return false;
+  if (mask && mask->scalar_type() == at::kBool)
+    mask = at::where(*mask, 0.0, -std::numeric_limits<double>::infinity());
+  at::Tensor out = std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout, causal, mask, scale));
+  torch::jit::drop(*stack, n);
+  torch::jit::push(*stack, out);
+  return true;
+}
+
 void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
   Recorder* recorder = g_recorder.load();
   if (recorder == nullptr) {
@@ -376,6 +412,7 @@ void trace_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch
     op.redispatchBoxed(ks.remove(kTraceKey), stack);
     return;
   }
+  if (trace_meta_attention_as_cpu(op, stack)) return;
   if (runs_composite_implicit_kernel(op, ks)) {
     // Keep the mode on: the decomposition's primitives come back through this fallback.
     op.redispatchBoxed(ks.remove(kTraceKey), stack);

@@ -121,9 +121,20 @@ at::Tensor AttentionImpl::forward(const std::string& fqn, const at::Tensor& x, c
   q = q.transpose(1, 2);
   k = repeat_kv(k, n_rep).transpose(1, 2);
   v = repeat_kv(v, n_rep).transpose(1, 2);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-  at::Tensor masked = attention_mask(s, c.mask, c.mask_window, x.device());
-  at::Tensor out = masked_attention(scores, masked, v, c.sinks ? param(sinks) : at::Tensor());
+  at::Tensor out;
+  if (c.sinks) {
+    // Sinks need the logits themselves (scaled_dot_product_attention has no extra
+    // column), so gpt_oss's attention stays written out.
+    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+    at::Tensor masked = attention_mask(s, c.mask, c.mask_window, x.device());
+    out = masked_attention(scores, masked, v, param(sinks));
+  } else if (c.mask == AttentionMask::Causal) {
+    out = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+  } else {
+    // The chunked and sliding masks as a boolean mask (true: may attend), built in the graph.
+    at::Tensor allowed = at::logical_not(attention_mask(s, c.mask, c.mask_window, x.device()));
+    out = at::scaled_dot_product_attention(q, k, v, allowed, /*dropout_p=*/0.0, /*is_causal=*/false);
+  }
   out = out.transpose(1, 2).reshape({b, s, c.n_heads * c.head_dim});
   return call_module(fqn + ".wo", out, [this](const at::Tensor& in) { return wo->forward(in); });
 }
@@ -159,9 +170,10 @@ at::Tensor MultiHeadLatentAttentionImpl::forward(const std::string& fqn, const a
   at::Tensor query = at::cat({q_parts[0], q_rope}, -1).transpose(1, 2);
   at::Tensor key = at::cat({k_v[0], k_rope.expand({b, s, h, rope})}, -1).transpose(1, 2);
   at::Tensor value = k_v[1].transpose(1, 2);
-  at::Tensor scores = at::matmul(query, key.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(nope + rope)));
-  at::Tensor masked = attention_mask(s, AttentionMask::Causal, 0, x.device());
-  at::Tensor out = masked_attention(scores, masked, value, at::Tensor()).transpose(1, 2).reshape({b, s, h * c.v_head_dim});
+  at::Tensor out = at::scaled_dot_product_attention(query, key, value, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                                   /*is_causal=*/true)
+                       .transpose(1, 2)
+                       .reshape({b, s, h * c.v_head_dim});
   return call_module(fqn + ".wo", out, [this](const at::Tensor& in) { return wo->forward(in); });
 }
 

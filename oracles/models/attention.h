@@ -1,6 +1,7 @@
-// The attention variants of the model zoo, written from primitives (no
-// scaled_dot_product_attention or flex attention in LibTorch 1.13), with dense boolean
-// masks built in the graph from arange:
+// The attention variants of the model zoo, on scaled_dot_product_attention as torchtitan's
+// models call it (causal, or a boolean mask built in the graph from arange); attention
+// with learned sinks (gpt_oss) is written out, since its extra logit column needs the
+// scores:
 // - AttentionImpl: grouped-query attention with separate q/k/v projections (optionally
 //   biased), optional per-head RMSNorm on q and k (qwen3), RoPE in the interleaved-pair
 //   (llama) or rotate-half (qwen3, gpt_oss) form or none (llama4's NoPE layers), a causal,

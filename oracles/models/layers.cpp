@@ -45,8 +45,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps_, const at::TensorOptions& opti
 }
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
-  at::Tensor variance = x.pow(2).mean({-1}, /*keepdim=*/true);
-  return x * at::rsqrt(variance + eps) * param(weight);
+  return at::rms_norm(x, {x.size(-1)}, param(weight), eps);
 }
 
 SwiGLUFeedForwardImpl::SwiGLUFeedForwardImpl(int64_t dim, int64_t hidden, const at::TensorOptions& options) {
@@ -113,11 +112,9 @@ at::Tensor CausalSelfAttentionImpl::forward(const std::string& fqn, const at::Te
   }
   k = k.transpose(1, 2);
   v = v.transpose(1, 2);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
-  at::Tensor future = at::ones({s, s}, at::TensorOptions().dtype(at::kBool).device(x.device())).triu(1);
-  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
-  at::Tensor probs = at::softmax(scores, -1);
-  at::Tensor out = at::matmul(probs, v).transpose(1, 2).reshape({b, s, dim});
+  at::Tensor out = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true)
+                       .transpose(1, 2)
+                       .reshape({b, s, dim});
   return tp.leave(call_module(fqn + ".wo", out, [this](const at::Tensor& in) { return wo->forward(in); }));
 }
 

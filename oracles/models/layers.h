@@ -1,6 +1,6 @@
-// Building blocks of the debug models, written from primitives so they exist on both
-// the CPU (LibTorch 1.13) and GPU (2.x) builds and construct on the meta device
-// without computing: Linear (no bias), Embedding, RMSNorm, SwiGLU feed-forward, causal
+// Building blocks of the debug models, on the operators torchtitan's models call
+// (rms_norm, scaled_dot_product_attention), constructible on the meta device without
+// computing: Linear (no bias), Embedding, RMSNorm, SwiGLU feed-forward, causal
 // self-attention with rotary embeddings, and seeded initialisation. llama3 and
 // deepseek_v3 share the attention and feed-forward blocks, so a fix to one reaches both.
 #pragma once
@@ -64,7 +64,7 @@ class EmbeddingImpl : public torch::nn::Module, public ParameterUser {
   at::Tensor weight;
 };
 
-/// x * rsqrt(mean(x^2, -1) + eps) * weight (RMSNorm from primitives).
+/// at::rms_norm over the last dim: x * rsqrt(mean(x^2, -1) + eps) * weight.
 class RMSNormImpl : public torch::nn::Module, public ParameterUser {
  public:
   RMSNormImpl(int64_t dim, double eps, const at::TensorOptions& options);
@@ -96,8 +96,8 @@ std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t head_dim, double theta, 
 /// query heads, then n_kv_heads key and n_kv_heads value heads of head_dim = dim /
 /// n_heads; grouped-query attention when n_kv_heads < n_heads, each kv head serving
 /// n_heads / n_kv_heads query heads), rotary embeddings on q and k, softmax(q k^T /
-/// sqrt(head_dim)) with future positions masked, output projection "wo". Scores and mask
-/// are written from primitives (no scaled_dot_product_attention on the CPU build).
+/// sqrt(head_dim)) with future positions masked (causal scaled_dot_product_attention),
+/// output projection "wo".
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   /// n_kv_heads 0: n_heads (multi-head attention, wqkv dim -> 3 dim).

@@ -1,5 +1,5 @@
-// llama3 debug model. Attention, SwiGLU and RMSNorm come from layers.h, written from
-// primitives (no scaled_dot_product_attention / rms_norm on the CPU build). Rotary
+// llama3 debug model. Attention, SwiGLU and RMSNorm come from layers.h (on
+// scaled_dot_product_attention and rms_norm, as torchtitan's model). Rotary
 // embeddings use the real-valued form of torchtitan's complex rotation over interleaved
 // pairs; the cos/sin tables are buffers so the traced graph lifts them by FQN.
 #include "oracles/models/llama3.h"

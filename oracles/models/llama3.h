@@ -1,5 +1,6 @@
 // The llama3 debug model of specs/models.md (torchtitan "debugmodel" sizes): fused
-// QKV (grouped-query when n_kv_heads < n_heads), RMSNorm, rotary embeddings, causal attention and SwiGLU written from primitives.
+// QKV (grouped-query when n_kv_heads < n_heads), RMSNorm, rotary embeddings, causal attention
+// (scaled_dot_product_attention) and SwiGLU.
 #pragma once
 
 #include "oracles/models/subject.h"

@@ -2,7 +2,6 @@
 #include "oracles/models/moe.h"
 
 #include "framework/dist/collectives.h"
-#include "framework/exec/grouped_mm.h"
 #include "framework/trace/module_scope.h"
 
 #include <ATen/ATen.h>
@@ -54,9 +53,9 @@ at::Tensor SwiGLUExpertsImpl::run_batched(const at::Tensor& x) {
 }
 
 at::Tensor SwiGLUExpertsImpl::run_grouped(const at::Tensor& rows, const at::Tensor& offsets, const at::Tensor&) {
-  at::Tensor gate = exec::grouped_mm(rows, param(w1).transpose(1, 2), offsets);
-  at::Tensor up = exec::grouped_mm(rows, param(w3).transpose(1, 2), offsets);
-  return exec::grouped_mm(at::silu(gate) * up, param(w2).transpose(1, 2), offsets);
+  at::Tensor gate = at::_grouped_mm(rows, param(w1).transpose(1, 2), offsets);
+  at::Tensor up = at::_grouped_mm(rows, param(w3).transpose(1, 2), offsets);
+  return at::_grouped_mm(at::silu(gate) * up, param(w2).transpose(1, 2), offsets);
 }
 
 at::Tensor clamped_swiglu(const at::Tensor& h) {
@@ -87,8 +86,8 @@ at::Tensor ClampedSwiGLUExpertsImpl::run_grouped(const at::Tensor& rows, const a
   // backward sums each expert's rows in a fixed order, unlike index_add with repeats).
   at::Tensor b1 = param(mlp1_bias), b2 = param(mlp2_bias);  // whole, also when stored as a shard
   at::Tensor one_hot = experts.unsqueeze(1).eq(at::arange(b1.size(0), experts.options())).to(rows.scalar_type());
-  at::Tensor h = exec::grouped_mm(rows, param(mlp1_weight).transpose(1, 2), offsets) + at::mm(one_hot, b1);
-  return exec::grouped_mm(clamped_swiglu(h), param(mlp2_weight).transpose(1, 2), offsets) + at::mm(one_hot, b2);
+  at::Tensor h = at::_grouped_mm(rows, param(mlp1_weight).transpose(1, 2), offsets) + at::mm(one_hot, b1);
+  return at::_grouped_mm(clamped_swiglu(h), param(mlp2_weight).transpose(1, 2), offsets) + at::mm(one_hot, b2);
 }
 
 // ---- the layer -------------------------------------------------------------------------
@@ -199,7 +198,8 @@ at::Tensor MoEImpl::routed_sparse(const std::string& fqn, const at::Tensor& toke
   at::Tensor row_experts = choices.index_select(0, order);
   at::Tensor row_tokens = at::floor_divide(order, k);
   at::Tensor row_weights = routing.combine_weights.flatten().index_select(0, row_tokens * e + row_experts);
-  at::Tensor offsets = expert_token_counts(routing).cumsum(0).to(at::kLong);  // exact: integers in float32
+  // int32 end rows, as _grouped_mm takes them (exact: integer counts in float32).
+  at::Tensor offsets = expert_token_counts(routing).cumsum(0).to(at::kInt);
   at::Tensor rows = tokens.unsqueeze(1).expand({t, k, dim}).reshape({t * k, dim}).index_select(0, order);
   at::Tensor weights = row_weights.unsqueeze(1).to(tokens.scalar_type());
   if (config.score_before_experts) rows = rows * weights;

@@ -10,7 +10,8 @@
 //   parallelism moves the dispatched rows with all_to_all_single (deepseek_v3.h).
 // - Sparse (dropless, as upstream's grouped-mm experts): the T*k (token, expert) pairs
 //   are sorted by expert with a stable sort, the experts run on their own rows only
-//   through passcheck::grouped_mm with the cumulative counts as group offsets, and the
+//   through at::_grouped_mm (as torchtitan's experts) with the cumulative counts as int32
+//   group offsets, and the
 //   results return to token order through the inverse permutation and are summed over
 //   the k choices in choice order. Shapes depend only on T and k, so the step traces
 //   into one static graph, and every index used with index_select is a permutation, so

@@ -16,8 +16,9 @@
 //   sinks, a 128-token sliding window on even layers and full causal attention on odd
 //   ones, rotate-half RoPE (theta 1.5e5); every layer an 8-expert top-4 MoE with a biased
 //   router and clamped SwiGLU experts with biases.
-// Simplifications, all identical in eager and traced runs: attention from primitives
-// with dense boolean masks, no YaRN or llama4 RoPE scaling, llama4 without its qk L2
+// Simplifications, all identical in eager and traced runs: chunked and sliding masks as
+// dense boolean masks of scaled_dot_product_attention (torchtitan uses flex attention),
+// sink attention written out, no YaRN or llama4 RoPE scaling, llama4 without its qk L2
 // norm, and expert-bias balancing (coefficient 1e-3) on every MoE model.
 #pragma once
 

@@ -34,17 +34,19 @@ def dump_partitioned(path, joint, forward, backward, num_fwd_outputs, kinds=None
 def save_inputs(path, tensors):
     """A torch.save archive of the inputs in graph-input order (tensors detached, other
     values as they are), readable by LibTorch's torch::pickle_load. The sequence is
-    pickled as a tuple: Python pickles a one-element list with the APPEND opcode, which
-    LibTorch 1.13's unpickler does not know ("Unknown opcode for unpickling at 0x61");
-    passcheck accepts a list or a tuple."""
+    pickled as a tuple (passcheck accepts a list or a tuple)."""
     values = tuple(t.detach() if isinstance(t, torch.Tensor) else t for t in tensors)
     torch.save(values, path)
     return path
 
 
 def load_outputs(path):
-    """The list `passcheck run --save-outputs FILE` wrote."""
-    return list(torch.load(path))
+    """The list `passcheck run --save-outputs FILE` wrote. LibTorch's pickler tags typed
+    lists with torch.jit._pickle.restore_type_tag, the one global such an archive names:
+    it is allowed, and nothing else (torch.load's weights-only mode)."""
+    import torch.jit._pickle
+    with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
+        return list(torch.load(path, weights_only=True))
 
 
 def bitwise_equal(a, b):

@@ -26,10 +26,12 @@ def main(argv=None):
     export.add_argument("--kinds", default="", help="placeholder roles: name=param,name=buffer,...")
     args = parser.parse_args(argv)
     try:
-        gm = torch.load(args.module)
+        # A GraphModule is code: loading one needs the full unpickler (torch 2.6+ refuses
+        # it by default). Load only modules you trust; inputs load as weights only.
+        gm = torch.load(args.module, weights_only=False)
         if not isinstance(gm, torch.fx.GraphModule):
             raise ExportError(f"{args.module}: holds a {type(gm).__name__}, not a torch.fx.GraphModule")
-        inputs = torch.load(args.inputs) if args.inputs else None
+        inputs = torch.load(args.inputs, weights_only=True) if args.inputs else None
         kinds = dict(item.split("=", 1) for item in args.kinds.split(",") if item)
         text = export_graph(gm, kinds, example_inputs=inputs)
     except ExportError as error:

@@ -52,11 +52,37 @@ def _outputs(gm):
 
 def partition_joint(joint, partition, num_fwd_outputs, example_inputs=None):
     """(forward, backward) of `partition` run on a copy of `joint`, an AOTAutograd-form
-    joint whose first num_fwd_outputs outputs are forward results."""
+    joint whose first num_fwd_outputs outputs are forward results. `partition` is called
+    as PyTorch's partitioners are: partition(joint, example_inputs, num_fwd_outputs=N)."""
     aot = copy.deepcopy(joint)
-    # The partitioners read the forward/backward split of the outputs from the spec.
+    # Older partitioners read the forward/backward split of the outputs from the spec;
+    # torch 2.x's take it as the num_fwd_outputs keyword.
     aot._out_spec = _out_spec(num_fwd_outputs, len(_outputs(joint)) - num_fwd_outputs)
-    return partition(aot, example_inputs)
+    return partition(aot, example_inputs, num_fwd_outputs=num_fwd_outputs)
+
+
+def _fake_of(meta, mode):
+    """A FakeTensor with the shape, strides and dtype a TensorMetadata records."""
+    if isinstance(meta, (tuple, list)) and not hasattr(meta, "dtype"):
+        return tuple(_fake_of(m, mode) for m in meta)
+    if not hasattr(meta, "dtype"):
+        return None
+    with mode:
+        return torch.empty_strided(tuple(meta.shape), tuple(meta.stride), dtype=meta.dtype, device="cpu")
+
+
+def _add_fake_values(graph):
+    """node.meta["val"] as AOTAutograd's joints carry it (a FakeTensor per tensor): torch
+    2.x's partitioners size and classify nodes by it. Made from the tensor_meta the
+    exporter recorded, where a node has no val yet."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    for node in graph.nodes:
+        if "val" in node.meta or "tensor_meta" not in node.meta:
+            continue
+        fake = _fake_of(node.meta["tensor_meta"], mode)
+        if fake is not None:
+            node.meta["val"] = fake
 
 
 def _phase(node):
@@ -109,6 +135,7 @@ def partition_passcheck_joint(gm, partition):
         returns = getattr(getattr(seed.target, "_schema", None), "returns", [None])
         if seed.target is operator.getitem or len(returns) != 1 or "passcheck_names" in seed.meta:
             raise ExportError(f"backward seed '{seed.name}' has several outputs; a tangent is one tensor")
+    _add_fake_values(graph)
     for node in graph.nodes:
         # AOTAutograd's multi-output nodes carry no tensor_meta (their getitems do); the
         # partitioners size every node that has one as a single tensor.

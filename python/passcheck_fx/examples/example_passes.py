@@ -88,8 +88,8 @@ def _tamper_saved(tamper):
     """min-cut, then `tamper(backward, saved)` on the backward's saved-value placeholders."""
     from functorch.compile import min_cut_rematerialization_partition
 
-    def partition(joint, inputs):
-        forward, backward = min_cut_rematerialization_partition(joint, inputs)
+    def partition(joint, inputs, *, num_fwd_outputs):
+        forward, backward = min_cut_rematerialization_partition(joint, inputs, num_fwd_outputs=num_fwd_outputs)
         saved = [n for n in backward.graph.nodes if n.op == "placeholder" and "tangents" not in n.name]
         tamper(backward, saved)
         backward.recompile()
