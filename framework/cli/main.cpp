@@ -71,8 +71,9 @@ void add_model_variant_options(CLI::App* cmd, int64_t& n_layers, std::string& dt
   cmd->add_option("--dtype", dtype, "Parameter dtype: float32, or bfloat16 (the zoo models)")
       ->check(CLI::IsMember({"float32", "bfloat16"}))
       ->capture_default_str();
-  cmd->add_option("--attention", attention, "deepseek_v3 attention: mla (default) or mha")
-      ->check(CLI::IsMember({"mla", "mha"}));
+  cmd->add_option("--attention", attention,
+                  "deepseek_v3 attention: mla (default) or mha; llama3: flex (FlexAttention, annotated)")
+      ->check(CLI::IsMember({"mla", "mha", "flex"}));
 }
 
 }  // namespace

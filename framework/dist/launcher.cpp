@@ -15,6 +15,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -47,10 +50,30 @@ bool ended_well(const Child& c) {
   return c.killed_by_launcher.empty() && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
 }
 
-// A store the launcher hosts on a free port of the loopback interface.
-c10::intrusive_ptr<c10d::TCPStore> host_store(std::chrono::milliseconds timeout) {
+// A free port of the loopback interface, for a store created after the ranks are forked.
+int reserve_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error(std::string("cannot open a socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error("cannot reserve a loopback port: " + why);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A store the launcher hosts on the loopback interface: on `port`, or on a free port the
+// kernel picks (port 0; getPort() reports it).
+c10::intrusive_ptr<c10d::TCPStore> host_store(std::chrono::milliseconds timeout, int port = 0) {
   c10d::TCPStoreOptions options;
-  options.port = 0;  // the kernel picks a free port; getPort() reports it
+  options.port = static_cast<std::uint16_t>(port);
   options.isServer = true;
   options.numWorkers = c10::nullopt;
   options.waitWorkers = false;
@@ -271,13 +294,16 @@ namespace {
 std::vector<RankOutcome> run_forked(const DeviceMesh& mesh, const std::function<void(int64_t rank)>& body,
                                     const LaunchOptions& options) {
   auto shared_mesh = std::make_shared<const DeviceMesh>(mesh);
-  auto store = host_store(options.timeout);
-  const int port = store->getPort();
+  // The ranks are forked before the store exists: its server threads resolve addresses,
+  // and a child forked while one of them holds the C library's resolver lock would block
+  // forever at its first connect. The children retry until the store is up.
+  const int port = reserve_loopback_port();
   std::vector<Child> children;
   for (int64_t rank = 0; rank < mesh.world_size(); ++rank)
     children.push_back(spawn(rank, false, [&](int report_fd) {
       run_rank_in_child(shared_mesh, rank, body, port, options, report_fd);
     }));
+  auto store = host_store(options.timeout, port);
   supervise(children, *store, options, false);
   std::vector<RankOutcome> outcomes;
   for (const Child& c : children) {

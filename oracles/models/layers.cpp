@@ -96,6 +96,19 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t dim, int64_t n_heads_, 
   wo = register_module("wo", std::make_shared<LinearImpl>(dim, dim, options));
 }
 
+at::Tensor CausalSelfAttentionImpl::flex_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
+  trace::AnnotationScope regional(std::map<std::string, std::string>{{"compile_with_inductor", "flex_attention"}});
+  constexpr double kSoftCap = 20.0;
+  const int64_t s = q.size(2);
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+  scores = at::tanh(scores / kSoftCap) * kSoftCap;  // score_mod
+  // mask_mod: causal, kv_idx <= q_idx, built in the graph from positions.
+  at::TensorOptions longs = at::TensorOptions().dtype(at::kLong).device(q.device());
+  at::Tensor allowed = at::arange(s, longs).view({1, s}).le(at::arange(s, longs).view({s, 1}));
+  scores = scores.masked_fill(at::logical_not(allowed), -std::numeric_limits<double>::infinity());
+  return at::matmul(at::softmax(scores, -1), v);
+}
+
 at::Tensor CausalSelfAttentionImpl::forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos,
                                             const at::Tensor& sin) {
   // Under TP this rank's wqkv rows are the q, k and v rows of its n_local_heads heads.
@@ -112,9 +125,10 @@ at::Tensor CausalSelfAttentionImpl::forward(const std::string& fqn, const at::Te
   }
   k = k.transpose(1, 2);
   v = v.transpose(1, 2);
-  at::Tensor out = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true)
-                       .transpose(1, 2)
-                       .reshape({b, s, dim});
+  at::Tensor out = flex ? flex_attention(q, k, v)
+                        : at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                                           /*is_causal=*/true);
+  out = out.transpose(1, 2).reshape({b, s, dim});
   return tp.leave(call_module(fqn + ".wo", out, [this](const at::Tensor& in) { return wo->forward(in); }));
 }
 

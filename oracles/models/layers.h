@@ -104,7 +104,17 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   CausalSelfAttentionImpl(int64_t dim, int64_t n_heads, const at::TensorOptions& options, int64_t n_kv_heads = 0);
   /// x: [B, S, dim]; cos, sin: [S, head_dim / 2].
   at::Tensor forward(const std::string& fqn, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+  /// FlexAttention's computation of q, k, v [B, H, S, D] (see `flex`).
+  at::Tensor flex_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const;
   int64_t n_heads, n_kv_heads, head_dim;
+  /// FlexAttention instead of scaled_dot_product_attention: the causal block mask's
+  /// mask_mod and a tanh soft-capping score_mod (cap 20) applied to the scores, written as
+  /// FlexAttention's own eager computation (PyTorch's flex_attention is a Python
+  /// higher-order op that LibTorch does not have), under an AnnotationScope
+  /// {compile_with_inductor: flex_attention}, as torchtitan annotates its FlexAttention
+  /// module for regional compilation. The annotation reaches the backward of every
+  /// annotated node (the tracer's metadata propagation).
+  bool flex = false;
   /// Heads this rank computes: n_heads / tp.size query and n_kv_heads / tp.size kv heads
   /// (wqkv holds their q, k and v rows).
   int64_t n_local_heads, n_local_kv_heads;

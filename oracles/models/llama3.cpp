@@ -21,6 +21,7 @@ class TransformerBlockImpl : public torch::nn::Module {
  public:
   TransformerBlockImpl(const Llama3Config& c, const at::TensorOptions& o) {
     attention = register_module("attention", std::make_shared<CausalSelfAttentionImpl>(c.dim, c.n_heads, o, c.n_kv_heads));
+    attention->flex = c.flex_attention;
     feed_forward = register_module("feed_forward", std::make_shared<SwiGLUFeedForwardImpl>(c.dim, c.ffn_hidden, o));
     attention_norm = register_module("attention_norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
     ffn_norm = register_module("ffn_norm", std::make_shared<RMSNormImpl>(c.dim, c.norm_eps, o));
@@ -43,6 +44,7 @@ class Llama3Subject : public LanguageModelSubject<TransformerBlockImpl> {
     if (options_.batch_size) c.batch_size = options_.batch_size;
     if (options_.seq_len) c.seq_len = options_.seq_len;
     if (options_.n_layers) c.n_layers = options_.n_layers;
+    if (options_.attention == "flex") c.flex_attention = true;
     plan_ = resolve_plan("llama3", options_.parallel, {"fsdp", "fsdp2d", "tp"});
     if (plan_ && c.n_kv_heads && c.n_kv_heads != c.n_heads) plan_->qkv_block_heads = {c.n_heads, c.n_kv_heads, c.n_kv_heads};
     const at::TensorOptions to = at::TensorOptions().device(options_.device);

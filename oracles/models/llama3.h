@@ -20,6 +20,9 @@ struct Llama3Config {
   int64_t max_seq_len = 2048;
   int64_t batch_size = 2;
   int64_t seq_len = 128;
+  /// Attention as FlexAttention computes it, annotated as torchtitan annotates it
+  /// (`--attention flex`; layers.h, CausalSelfAttentionImpl::flex).
+  bool flex_attention = false;
 };
 
 std::unique_ptr<TrainingSubject> make_llama3_subject(const SubjectOptions& options, const Llama3Config& config = {});

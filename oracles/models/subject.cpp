@@ -136,8 +136,9 @@ std::unique_ptr<TrainingSubject> make_subject(const std::string& name, const Sub
     throw std::invalid_argument("model '" + name + "' is built in float32 only; a " +
                                 std::string(c10::toString(options.dtype)) + " variant exists for the zoo models (" +
                                 "qwen3, qwen3_moe, llama4, gpt_oss)");
-  if (!options.attention.empty() && name != "deepseek_v3")
-    throw std::invalid_argument("option attention='" + options.attention + "' is for deepseek_v3, not '" + name + "'");
+  if (!options.attention.empty() && name != "deepseek_v3" && !(name == "llama3" && options.attention == "flex"))
+    throw std::invalid_argument("option attention='" + options.attention +
+                                "' is for deepseek_v3 (mla, mha) or llama3 (flex), not '" + name + "'");
   if (configured) return make_configured_subject(name, options);
   if (name == "mlp") return std::make_unique<MlpSubject>(options);
   if (name == "two_matmul") return std::make_unique<TwoMatmulSubject>(options);

@@ -55,7 +55,8 @@ struct SubjectOptions {
   /// qwen3 and qwen3_moe). Buffers that count (MoE balancing) stay float32.
   c10::ScalarType dtype = c10::ScalarType::Float;
   /// deepseek_v3's attention: "" or "mla" (multi-head latent attention), "mha" (the
-  /// standard multi-head simplification).
+  /// standard multi-head simplification); llama3's: "" (scaled_dot_product_attention) or
+  /// "flex" (FlexAttention's computation, annotated for a regional compiler).
   std::string attention;
   ParallelOptions parallel;
   /// Named configuration (configs.h): "" or "debug" for the debug sizes, else a
