@@ -5,4 +5,4 @@
 # python/bench/real_sizes.py (e.g. --configs llama3:8b --pass-limit 60).
 set -eu
 cd "$(dirname "$0")/.."
-exec /usr/bin/python3 python/bench/real_sizes.py "$@"
+exec .venv/bin/python python/bench/real_sizes.py "$@"

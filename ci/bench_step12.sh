@@ -21,7 +21,7 @@ passcheck="${PASSCHECK:-build/framework/passcheck}"
 echo "# step 12 benchmarks: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 echo
 echo "## 1. Production shapes on meta"
-/usr/bin/python3 python/bench/real_sizes.py --passcheck "$passcheck" --json "$out/production.json"
+.venv/bin/python python/bench/real_sizes.py --passcheck "$passcheck" --json "$out/production.json"
 echo
 echo "## 1b. Per rank under fsdp x tp (dp=16, tp=8: 128 ranks)"
 "$passcheck" bench --production --configs llama3:8b,llama3:70b,llama3:405b --parallel fsdp,tp --mesh dp=16,tp=8 \

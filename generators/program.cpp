@@ -9,7 +9,9 @@
 #include "oracles/models/layers.h"
 
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
 
 #include <algorithm>
 #include <sstream>

@@ -5,7 +5,9 @@
 #include "oracles/models/parallelize.h"
 #include "oracles/placements.h"
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/utils.h>
 
 #include <cstdio>
 #include <stdexcept>

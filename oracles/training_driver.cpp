@@ -4,7 +4,10 @@
 #include "framework/exec/memory.h"
 #include "framework/trace/tracer.h"
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+#include <torch/utils.h>
 
 #include <map>
 #include <set>

@@ -59,7 +59,11 @@ bool is_identifier(const std::string& s) {
 }
 
 const std::unordered_set<std::string>& attention_kernels() {
+  // The attention kernels torchtitan's op policy saves; on the CPU the flash kernel is
+  // _scaled_dot_product_flash_attention_for_cpu.
   static const std::unordered_set<std::string> names{"_scaled_dot_product_flash_attention",
+                                                     "_scaled_dot_product_flash_attention_for_cpu",
+                                                     "_scaled_dot_product_fused_attention_overrideable",
                                                      "_scaled_dot_product_efficient_attention",
                                                      "_scaled_dot_product_cudnn_attention",
                                                      "_scaled_dot_product_attention_math",

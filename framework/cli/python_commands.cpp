@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/serialize.h>
 
 #include <iostream>
 #include <memory>

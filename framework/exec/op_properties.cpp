@@ -29,6 +29,9 @@ struct OpProperties {
   bool uninitialized_allocation = false;
   bool async_assert = false;
   std::vector<size_t> written_args;  // schema argument positions the op writes
+  /// Position of a `dropout_p` argument (the attention kernels): the op draws random
+  /// numbers only when it is nonzero. -1 when the schema has none.
+  int dropout_p_arg = -1;
 };
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
@@ -85,6 +88,8 @@ OpProperties compute(const ir::Node& node) {
     }
     for (const c10::Argument& r : schema.returns())
       if (r.alias_info()) p.aliases_input = true;
+    for (size_t i = 0; i < schema.arguments().size(); ++i)
+      if (schema.arguments()[i].name() == "dropout_p") p.dropout_p_arg = static_cast<int>(i);
     p.random = op->hasTag(at::Tag::nondeterministic_seeded) || is_random_by_name(base);
   } else {
     // Conservative: nothing may be removed, merged or assumed pure.
@@ -117,7 +122,18 @@ const OpProperties& properties(const ir::Node& node) {
 
 bool is_mutating(const ir::Node& node) { return properties(node).mutating; }
 bool aliases_input(const ir::Node& node) { return properties(node).aliases_input; }
-bool is_random(const ir::Node& node) { return properties(node).random; }
+bool is_random(const ir::Node& node) {
+  const OpProperties& p = properties(node);
+  if (!p.random || p.dropout_p_arg < 0) return p.random;
+  // scaled_dot_product_attention's kernels carry the nondeterministic_seeded tag for
+  // their dropout; with dropout_p 0 (or left at its default 0) they draw nothing.
+  const size_t i = static_cast<size_t>(p.dropout_p_arg);
+  if (i >= node.num_args()) return false;
+  const ir::Arg& a = node.arg(i);
+  if (a.kind == ir::Arg::Kind::Float) return a.f != 0.0;
+  if (a.kind == ir::Arg::Kind::Int) return a.i != 0;
+  return true;  // a value or symbol: it may be nonzero
+}
 bool is_collective(const ir::Node& node) { return properties(node).collective; }
 bool has_side_effects(const ir::Node& node) { return properties(node).side_effects; }
 bool is_uninitialized_allocation(const ir::Node& node) { return properties(node).uninitialized_allocation; }

@@ -105,6 +105,8 @@ class Recorder {
   }
 
   void record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
+  /// See TraceOptions::functionalize_temporaries.
+  bool functionalize_temporaries = true;
   void on_backward_function_enter(int64_t seq) { backward_seq_stack_.push_back(seq); last_backward_seq_ = seq; }
   void on_backward_function_exit() {
     if (!backward_seq_stack_.empty()) backward_seq_stack_.pop_back();
@@ -127,6 +129,8 @@ class Recorder {
   std::string recent_nodes() const;
   /// Metadata for a node recorded now: phase, module FQN and sequence number.
   ir::NodeMeta context_meta(int64_t seq_before, bool created_grad_fn) const;
+  std::string functional_form(const c10::FunctionSchema& schema, const std::string& qualified,
+                              const std::vector<ir::Arg>& args, const c10::IValue& self) const;
 
   struct Bound {
     ir::Value* value;
@@ -305,6 +309,7 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, tor
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = 0; i < schema_args.size(); ++i) args.push_back(to_arg((*stack)[first + i], schema_args[i], qualified));
+    if (functionalize_temporaries) qualified = functional_form(schema, qualified, args, (*stack)[first]);
   }
 
   int64_t seq_before = static_cast<int64_t>(at::sequence_number::peek());
@@ -327,6 +332,32 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, tor
   size_t num_returns = schema.returns().size();
   for (size_t i = stack->size() - num_returns; i < stack->size(); ++i) add_output(node, (*stack)[i], qualified);
   if (log_ops_) std::fprintf(stderr, "[trace] %s\n", ir::print_node(*node).c_str());
+}
+
+// The functional operator to record for an in-place update of a private temporary, or
+// `qualified` unchanged. Private: argument 0 is written and returned, its value was made
+// by a traced operation (not a graph input), and its storage belongs to that one tensor
+// (no view or saved copy could see the update). The functional operator must exist with
+// the same arguments (add_.Scalar -> add.Scalar).
+std::string Recorder::functional_form(const c10::FunctionSchema& schema, const std::string& qualified,
+                                      const std::vector<ir::Arg>& args, const c10::IValue& self) const {
+  const auto& schema_args = schema.arguments();
+  if (schema_args.empty() || schema.returns().size() != 1 || !schema_args[0].alias_info() ||
+      !schema_args[0].alias_info()->isWrite() || !schema.returns()[0].alias_info())
+    return qualified;
+  if (!self.isTensor() || args.empty() || !args[0].is_value() || !args[0].value->producer()) return qualified;
+  const at::Tensor& t = self.toTensor();
+  if (!t.has_storage() || t.storage().use_count() != 1) return qualified;
+  const std::string& name = schema.name();
+  if (name.size() < 2 || name.back() != '_') return qualified;
+  std::optional<c10::OperatorHandle> functional =
+      c10::Dispatcher::singleton().findSchema({name.substr(0, name.size() - 1), schema.overload_name()});
+  if (!functional) return qualified;
+  const auto& functional_args = functional->schema().arguments();
+  if (functional_args.size() != schema_args.size()) return qualified;
+  for (size_t i = 0; i < schema_args.size(); ++i)
+    if (functional_args[i].name() != schema_args[i].name() || functional_args[i].alias_info()) return qualified;
+  return functional->schema().name() + (schema.overload_name().empty() ? "" : "." + schema.overload_name());
 }
 
 ir::NodeMeta Recorder::context_meta(int64_t seq_before, bool created_grad_fn) const {
@@ -397,8 +428,10 @@ bool trace_meta_attention_as_cpu(const c10::OperatorHandle& op, torch::jit::Stac
     choice = at::_fused_sdp_choice(q, k, v, mask, dropout, causal, scale, gqa);
   }
   if (choice != kFlashAttention) return false;
-  if (mask && mask->scalar_type() == at::kBool)
-    mask = at::where(*mask, 0.0, -std::numeric_limits<double>::infinity());
+  if (mask && mask->scalar_type() == at::kBool)  // LibTorch's convert_boolean_attn_mask
+    mask = at::where(*mask, 0.0,
+                     at::scalar_tensor(-std::numeric_limits<double>::infinity(),
+                                       at::TensorOptions().dtype(q.scalar_type()).device(mask->device())));
   at::Tensor out = std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout, causal, mask, scale));
   torch::jit::drop(*stack, n);
   torch::jit::push(*stack, out);
@@ -595,6 +628,7 @@ TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& f
   register_meta_stand_ins();
   auto graph = std::make_shared<ir::Graph>();
   Recorder recorder(*graph);
+  recorder.functionalize_temporaries = options.functionalize_temporaries;
 
   ModuleState state = collect_state(modules);
   for (size_t i = 0; i < state.tensors.size(); ++i) {

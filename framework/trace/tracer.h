@@ -21,6 +21,12 @@ struct TraceOptions {
   /// docs/tracer-conformance.md). Off only to show that the conformance checks catch a
   /// tracer that records LibTorch's plain CPU formulas (suites/conformance).
   bool make_fx_backward_formulas = true;
+  /// Record an in-place update of a temporary nothing else can observe (a value a traced
+  /// operation produced, its storage held by no other tensor) as the functional operator
+  /// (`mean.add_(eps)` inside rms_norm becomes `aten::add.Scalar`), as functionalization
+  /// does for the joint graphs AOTAutograd hands to passes. In-place updates of inputs
+  /// (buffers) stay in place. Off only to show what the passes would meet otherwise.
+  bool functionalize_temporaries = true;
   /// Trace repeated transformer layers once: after the flat trace, each layer's forward
   /// and backward runs become calls of shared subgraphs (ir::outline_repeated_layers).
   bool deduplicate_layers = false;

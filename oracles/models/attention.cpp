@@ -4,7 +4,7 @@
 #include "framework/trace/module_scope.h"
 
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 #include <cmath>
 #include <limits>

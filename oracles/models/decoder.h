@@ -9,7 +9,9 @@
 #include "oracles/models/parallelize.h"
 #include "oracles/models/subject.h"
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/utils.h>
 
 #include <functional>
 #include <memory>

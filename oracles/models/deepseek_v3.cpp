@@ -12,7 +12,7 @@
 #include "oracles/models/parallelize.h"
 
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 #include <cmath>
 #include <tuple>

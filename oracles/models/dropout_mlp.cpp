@@ -8,7 +8,8 @@
 #include "oracles/models/layers.h"
 
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
 
 namespace passcheck::models {
 

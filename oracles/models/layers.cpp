@@ -3,7 +3,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/utils.h>
 
 #include "framework/dist/collectives.h"
 #include "framework/trace/module_scope.h"

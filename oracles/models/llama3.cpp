@@ -11,7 +11,7 @@
 #include "oracles/models/parallelize.h"
 
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 namespace passcheck::models {
 

@@ -5,7 +5,8 @@
 #include "framework/trace/module_scope.h"
 
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <stdexcept>

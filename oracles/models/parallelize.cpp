@@ -9,7 +9,9 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/nn/module.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <map>

@@ -13,7 +13,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 #include <algorithm>
 #include <stdexcept>

@@ -70,13 +70,22 @@ bool is_rearrangement(const ir::Node& n) {
 // Ops that sum over an input dimension: applied to two halves of that dimension, the
 // two results add up to the result on the whole (the rounding of the add aside). The
 // aten ops by base name (op_in ignores the namespace); passcheck::grouped_mm_weight_grad
-// (a sum over the rows of each group) by its full name. Its halves add up to the whole
-// when each chunk's offsets count that chunk's own rows, i.e. when they are computed in
-// the chunk body from the chunked rows (the MoE routing does so).
+// (a sum over the rows of each group) by its full name, and aten::_grouped_mm of two 2-D
+// operands (groups along the shared dim: the weight gradient of grouped experts). Their
+// halves add up to the whole when each chunk's offsets count that chunk's own rows,
+// i.e. when they are computed in the chunk body from the chunked rows (the MoE routing
+// does so).
 bool is_additive_reduction(const ir::Node& n) {
   static constexpr std::string_view ops[] = {"mm",          "bmm",    "sum",   "embedding_dense_backward",
                                              "index_add",   "scatter_add", "matmul", "addmm",
                                              "native_layer_norm_backward"};
+  if (n.op_name() == "aten::_grouped_mm") {
+    auto rank = [&](size_t i) {
+      const ir::Value* v = i < n.num_args() && n.arg(i).is_value() ? n.arg(i).value : nullptr;
+      return v && v->meta() ? v->meta()->sizes.size() : size_t{0};
+    };
+    return rank(0) == 2 && rank(1) == 2;
+  }
   return op_in(n, ops) || n.op_name() == "passcheck::grouped_mm_weight_grad";
 }
 

@@ -6,11 +6,11 @@ projection and rotary embedding over interleaved pairs -> RMSNorm -> SwiGLU; fin
 output projection, cross entropy; loss and every parameter's gradient) at the production
 configurations of oracles/models/configs.cpp, with every tensor a FakeTensor (created
 under FakeTensorMode: shapes only, no storage, no compute), and traces it with
-make_fx(tracing_mode="fake") (Debian's python3-torch 1.13). Prints one JSON line: the
+make_fx(tracing_mode="fake") (the project venv's torch). Prints one JSON line: the
 configuration, FX node counts, the time to build the model and to trace, and the peak
 RSS of the process.
 
-  /usr/bin/python3 python/bench/make_fx_fake_trace.py --config 8b [--layers N] [--seq S]
+  .venv/bin/python python/bench/make_fx_fake_trace.py --config 8b [--layers N] [--seq S]
 """
 import argparse
 import json
@@ -26,9 +26,18 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-# The FX bridge's llama (suites/fx/llama_debug.py) holds the RMSNorm both traces share.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "suites", "fx"))
-from llama_debug import RMSNorm  # noqa: E402
+
+
+class RMSNorm(nn.Module):
+    """F.rms_norm, as torchtitan's llama3 and passcheck's C++ model call it."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
 
 # dim, layers, heads, kv heads, ffn_dim_multiplier, multiple_of (torchtitan's llama3 args)
 LLAMA3 = {
@@ -71,10 +80,8 @@ class Attention(nn.Module):
         k = k[:, :, :, None, :].expand(b, s, self.n_kv_heads, rep, self.head_dim).reshape(b, s, self.n_heads, self.head_dim)
         v = v[:, :, :, None, :].expand(b, s, self.n_kv_heads, rep, self.head_dim).reshape(b, s, self.n_heads, self.head_dim)
         k, v = k.transpose(1, 2), v.transpose(1, 2)
-        scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
-        future = torch.ones(s, s, dtype=torch.bool).triu(1)
-        probs = torch.softmax(scores.masked_fill(future, float("-inf")), -1)
-        return self.wo(torch.matmul(probs, v).transpose(1, 2).reshape(b, s, dim))
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.wo(out.transpose(1, 2).reshape(b, s, dim))
 
 
 class FeedForward(nn.Module):

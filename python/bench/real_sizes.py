@@ -3,10 +3,10 @@
 Runs `passcheck bench --production` (meta traces of the production configurations, every
 pass and the default and autoparallel pipelines on them, with the gate on) and, for each
 llama3 configuration, python/bench/make_fx_fake_trace.py (PyTorch's make_fx in fake-tensor
-mode on the same model, Debian's python3-torch), each make_fx run in its own process
+mode on the same model, with the torch of the Python running it), each make_fx run in its own process
 under a time limit, then prints the tables side by side in markdown.
 
-  /usr/bin/python3 python/bench/real_sizes.py [--passcheck build/framework/passcheck]
+  .venv/bin/python python/bench/real_sizes.py [--passcheck build/framework/passcheck]
       [--configs llama3:8b,...] [--pass-limit S] [--make-fx-limit S] [--json FILE]
       [-- extra passcheck bench options, e.g. --parallel fsdp,tp --mesh dp=16,tp=8]
 """

@@ -172,12 +172,12 @@ def _recompute(value):
     return RECOMPUTE_NAMES.get(name)
 
 
-def _meta_suffix(node):
+def _meta_suffix(node, phase_override=None):
     # meta["passcheck"]: what passcheck's Python writer recorded (export-python), so a
     # graph that went through a Python pass keeps its own metadata; else PyTorch's keys.
     meta, parts = node.meta, []
     own = meta.get("passcheck") if isinstance(meta.get("passcheck"), dict) else {}
-    phase = own.get("phase") or _phase(meta)
+    phase = phase_override or own.get("phase") or _phase(meta)
     if phase and phase != "forward":
         parts.append(f"phase={phase}")
     fqn = own.get("fqn") or _module_fqn(meta.get("nn_module_stack"))
@@ -305,7 +305,7 @@ def export_graph(gm, kinds=None, example_inputs=None, meta_from=None, header=Non
     return _export(gm, kinds, example_inputs, meta_from, header, lift_constants)[0]
 
 
-def _export(gm, kinds=None, example_inputs=None, meta_from=None, header=None, lift_constants=False):
+def _export(gm, kinds=None, example_inputs=None, meta_from=None, header=None, lift_constants=False, phase=None):
     """export_graph's text, and (fx name, slot or None) per passcheck input and output."""
     _ensure_meta(gm, example_inputs, meta_from)
     graph = gm.graph
@@ -416,7 +416,7 @@ def _export(gm, kinds=None, example_inputs=None, meta_from=None, header=None, li
                 lhs = f"%{_check_name(node.name, where)} : {_describe(val, where)}"
             else:
                 lhs = "()"
-            body.append(f"  {lhs} = {op}({_schema_arguments(node, ref)}){_meta_suffix(node)}")
+            body.append(f"  {lhs} = {op}({_schema_arguments(node, ref)}){_meta_suffix(node, phase)}")
         elif node.op == "output":
             values = node.args[0]
             values = list(values) if isinstance(values, (list, tuple)) else [values]
@@ -459,7 +459,11 @@ def export_partitioned(joint, forward, backward, num_fwd_outputs, kinds=None, ex
         ShapeProp(meta_source).propagate(*[t.detach().clone() if isinstance(t, torch.Tensor) else t for t in example_inputs])
     joint_inputs = [n.name for n in joint.graph.nodes if n.op == "placeholder"]
     forward_text, _, forward_outputs = _export(forward, kinds, meta_from=meta_source)
-    backward_text, backward_inputs, backward_outputs = _export(backward, kinds, meta_from=meta_source)
+    # Every node of the backward part runs in the backward, the forward nodes a
+    # partitioner recomputes there included (their metadata, copied from the joint, says
+    # forward).
+    backward_text, backward_inputs, backward_outputs = _export(backward, kinds, meta_from=meta_source,
+                                                               phase="backward")
     saved = forward_outputs[num_fwd_outputs:]
     sources = []
     for name, slot in backward_inputs:

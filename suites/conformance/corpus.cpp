@@ -9,7 +9,7 @@
 
 #include <ATen/ScalarOps.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 #include <cctype>
 #include <cmath>

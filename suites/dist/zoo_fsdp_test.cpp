@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 namespace passcheck::testing {
 namespace {

@@ -190,26 +190,14 @@ def equiv(args, tmp, name, before_text, after_text, inputs, expect):
     return proc.returncode, proc.stdout + proc.stderr
 
 
-# Wrong results PyTorch 1.13's own passes produce on corpus graphs, found by this suite.
-# The test requires equiv to keep reporting each one as DIFFERENT (exit 1); any other
-# difference fails it.
-UPSTREAM_FINDINGS = {
-    ("cse", "maximum_minimum"):
-        "CSEPass merges the two where() of the minimum/maximum backward, then both "
-        "masked_fill_ (an in-place op missing from get_CSE_banned_ops) write the one tensor",
-    ("cse", "maximum_minimum.aot"): "the same in the AOTAutograd-form joint",
-    ("dce", "buffer_update_nograd"):
-        "Graph.eliminate_dead_code removes an unused in-place add_ on a graph input "
-        "(the buffer update), treating the mutation as dead code",
-    ("dce", "buffer_update_nograd.aot"): "the same in the AOTAutograd-form joint",
-    # min_cut_rematerialization_partition runs eliminate_dead_code and fx_graph_cse first.
-    ("min-cut", "maximum_minimum"): "fx_graph_cse inside the partitioner merges the where() "
-                                    "that two masked_fill_ then both write",
-    ("min-cut", "buffer_update_nograd"): "eliminate_dead_code inside the partitioner drops the "
-                                         "in-place update of the buffer input",
-    ("default-partition", "buffer_update_nograd"): "the forward and backward graphs are extracted with "
-                                                   "eliminate_dead_code, which drops the buffer's in-place update",
-}
+# Wrong results the pinned torch's own passes produce on corpus graphs. The test requires
+# equiv to keep reporting each one as DIFFERENT (exit 1); any other difference fails it.
+# None with torch 2.15: the findings of torch 1.13 on these graphs (CSEPass merging the
+# two where() of the minimum/maximum backward that two masked_fill_ then wrote; dead-code
+# elimination, and with it both partitioners, dropping a buffer's in-place update) are
+# gone: 2.15's make_fx records that backward without in-place writes, and its
+# eliminate_dead_code keeps in-place updates of inputs (docs/verifying-a-python-pass.md).
+UPSTREAM_FINDINGS = {}
 
 
 def apply_upstream(pass_name, gm, inputs):

@@ -9,7 +9,8 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/utils.h>
 
 #include <map>
 #include <set>

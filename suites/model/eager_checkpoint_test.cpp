@@ -16,7 +16,9 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/utils.h>
 
 #include <iostream>
 #include <map>

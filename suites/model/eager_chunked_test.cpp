@@ -11,7 +11,10 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/nn/module.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
 
 #include <cstdio>
 #include <optional>

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 #include <map>
 #include <tuple>

@@ -16,7 +16,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
 
 namespace passcheck {
 namespace {

@@ -110,16 +110,25 @@ def main():
             support.run(["export-python", "--generated", str(seed), "--graph-out", graph_file, "-o", py,
                          "--save-inputs", ins, "--save-outputs", outs], expect=0)
             print(check_module(label, py, ins, outs, graph_file))
-        # What has no Python form is refused with the node named (exit 2).
-        bad = os.path.join(workdir, "collective.graph")
-        with open(bad, "w") as f:
+        # Collectives are PyTorch's own functional collectives: they have a Python form.
+        collective = os.path.join(workdir, "collective.graph")
+        with open(collective, "w") as f:
             f.write("graph(arg %x : f32[4]):\n"
                     "  %g : f32[8] = _c10d_functional::all_gather_into_tensor(%x, 2, \"dp\")\n"
                     "  %w : f32[8] = _c10d_functional::wait_tensor(%g)\n"
                     "  return (%w)\n")
+        code, out = support.run(["export-python", collective, "-o", os.path.join(workdir, "collective.py")], expect=0)
+        text = open(os.path.join(workdir, "collective.py")).read()
+        assert "_c10d_functional" in text and "all_gather_into_tensor" in text, text[-800:]
+        # What has no Python form is refused with the node named (exit 2).
+        bad = os.path.join(workdir, "own.graph")
+        with open(bad, "w") as f:
+            f.write("graph(arg %x : f32[4]):\n"
+                    "  %s : u8[5056] = passcheck::rng_state(device(\"cpu\"))\n"
+                    "  return (%x)\n")
         code, out = support.run(["export-python", bad], expect=2)
-        assert "%g (_c10d_functional::all_gather_into_tensor, line 2)" in out and "Python's torch has no such operator" in out, out
-        print("collective refused: " + out.strip().splitlines()[-1])
+        assert "%s (passcheck::rng_state, line 2)" in out and "Python's torch has no such operator" in out, out
+        print("passcheck's own operator refused: " + out.strip().splitlines()[-1])
     print("roundtrip: OK")
 
 

@@ -649,8 +649,13 @@ const TracedModel& traced(const std::string& name) {
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
   models::SubjectOptions options;
-  if (name == "llama3") options = {0, c10::Device(c10::DeviceType::CPU), 1, 16};
-  auto subject = models::make_subject(name, options);
+  std::string model = name;
+  if (name == "llama3" || name == "llama3-flex") {
+    options = {0, c10::Device(c10::DeviceType::CPU), 1, 16};
+    model = "llama3";
+    if (name == "llama3-flex") options.attention = "flex";  // a causal mask built per layer
+  }
+  auto subject = models::make_subject(model, options);
   trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), false);
   TracedModel m;
   m.graph = std::shared_ptr<ir::Graph>(program.graph().clone());
@@ -680,20 +685,20 @@ TEST_P(CleanupOnModels, TheCleanupPipelinePreservesResultsBitForBit) {
   expect_preserves(GetParam(), "dce,canonicalize,cse,dce");
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CleanupOnModels, ::testing::Values("two_matmul", "mlp", "llama3"));
+INSTANTIATE_TEST_SUITE_P(Models, CleanupOnModels, ::testing::Values("two_matmul", "mlp", "llama3", "llama3-flex"));
 
 TEST(CleanupOnLlama3, ThePassesFindWorkOnTheTracedGraph) {
   // The bitwise checks above only mean something if the passes rewrote the graph:
-  // llama3's backward transposes its forward transposes, reshapes with view and
-  // _unsafe_view, and builds one causal mask per layer.
-  auto changed = [](const std::string& pass) {
-    std::vector<PassRecord> r = expect_preserves("llama3", pass);
+  // llama3's backward transposes its forward transposes and reshapes with view and
+  // _unsafe_view; with flex attention it builds one causal mask per layer.
+  auto changed = [](const std::string& model, const std::string& pass) {
+    std::vector<PassRecord> r = expect_preserves(model, pass);
     return !r.empty() && r[0].changed;
   };
-  EXPECT_TRUE(changed("remove-b2b-transpose"));
-  EXPECT_TRUE(changed("normalize-views"));
-  EXPECT_TRUE(changed("canonicalize"));
-  EXPECT_TRUE(changed("cse"));
+  EXPECT_TRUE(changed("llama3", "remove-b2b-transpose"));
+  EXPECT_TRUE(changed("llama3", "normalize-views"));
+  EXPECT_TRUE(changed("llama3", "canonicalize"));
+  EXPECT_TRUE(changed("llama3-flex", "cse"));
   std::unique_ptr<ir::Graph> g = traced("llama3").graph->clone();
   size_t before = g->num_nodes();
   Pipeline::parse("canonicalize,cse,dce").run(*g);

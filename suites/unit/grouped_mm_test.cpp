@@ -14,7 +14,8 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/nn/module.h>
 
 #include <algorithm>
 #include <fstream>

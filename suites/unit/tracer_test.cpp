@@ -10,7 +10,9 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/nn/module.h>
+#include <torch/utils.h>
 
 namespace passcheck {
 namespace {
