@@ -10,6 +10,8 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+
+#include <map>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/module.h>
 #include <torch/utils.h>
@@ -130,6 +132,42 @@ TEST(Tracer, OpsWithBothBackendAndCompositeKernelsAreRecorded) {
   int silu_backward = 0;
   for (const ir::Node* n : program.graph().nodes()) silu_backward += n->op() == "aten::silu_backward";
   EXPECT_EQ(silu_backward, 1);
+}
+
+// In-place updates of private temporaries are recorded functionally; updates of inputs
+// and of storage another tensor shares stay in place.
+std::map<std::string, int> ops_of(const trace::TraceOptions& options) {
+  auto m = std::make_shared<TwoWeights>();
+  trace::TracedProgram program = trace::trace_step(
+      {{"", m}},
+      [&](const std::vector<c10::IValue>& args) {
+        at::Tensor x = args[0].toTensor();
+        at::Tensor private_temp = at::exp(x);
+        private_temp.add_(1.0);  // nobody else sees it: add
+        at::Tensor shared = at::exp(x);
+        at::Tensor view = shared.view({8});
+        shared.mul_(2.0);  // the view sees it: mul_ stays
+        x.add_(private_temp);  // an input: add_ stays
+        return c10::IValue(private_temp + view.view({2, 4}));
+      },
+      {at::randn({2, 4})}, options);
+  std::map<std::string, int> ops;
+  for (const ir::Node* n : program.graph().nodes()) ++ops[n->op()];
+  return ops;
+}
+
+TEST(Tracer, InPlaceUpdatesOfPrivateTemporariesAreRecordedFunctionally) {
+  std::map<std::string, int> ops = ops_of({});
+  EXPECT_EQ(ops["aten::add.Scalar"], 1);
+  EXPECT_EQ(ops["aten::add_.Scalar"], 0);
+  EXPECT_EQ(ops["aten::mul_.Scalar"], 1);
+  EXPECT_EQ(ops["aten::add_.Tensor"], 1);
+  // The option off records every update as the program made it.
+  trace::TraceOptions as_made;
+  as_made.functionalize_temporaries = false;
+  std::map<std::string, int> raw = ops_of(as_made);
+  EXPECT_EQ(raw["aten::add_.Scalar"], 1);
+  EXPECT_EQ(raw["aten::add.Scalar"], 0);
 }
 
 TEST(Tracer, LiftsParametersThenBuffersByFqnThenArguments) {
