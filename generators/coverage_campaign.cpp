@@ -218,7 +218,7 @@ const std::vector<CampaignEntry>& default_coverage_campaign() {
       {"ac-programs", "ac-regions,apply-ac{mode=selective,option=2},remat{rng=replay}", 32, 15},
       {"ac-programs", "ac-regions,apply-ac{mode=selective,option=op},remat", 32, 16},
       {"ac-programs-tagged-at-random", "ac-regions,remat{rng=replay}", 48, 17},
-      {"chunk-coverage-programs", "chunk,concretize", 48, 18},
+      {"chunk-coverage-programs", "chunk,concretize", 48, 31},
       {"decision-situations", "", 96, 19},
       // The FSDP, placement and scheduling passes on hand-made per-rank graphs (every
       // situation in one case: they are few and fixed).

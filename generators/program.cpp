@@ -45,13 +45,16 @@ constexpr KindName kKinds[] = {
     {OpKind::UpdateThenScale, "update_then_scale"}, {OpKind::PadTwoRows, "pad_two_rows"},
     {OpKind::SavedForBackward, "saved_for_backward"},
     {OpKind::RandomSavedForBackward, "random_saved_for_backward"},
+    {OpKind::ScaledMaskInPlace, "scaled_mask_in_place"},
+    {OpKind::ScaleInPlaceShared, "scale_in_place_shared"},
 };
 
 // Drawn only with ProgramGenOptions::decision_coverage.
 bool is_coverage_kind(OpKind k) {
   return k == OpKind::ForceSaved || k == OpKind::PadRow || k == OpKind::DoubleDropout || k == OpKind::UpdateThenScale ||
          k == OpKind::PadTwoRows ||
-         k == OpKind::SavedForBackward || k == OpKind::RandomSavedForBackward;
+         k == OpKind::SavedForBackward || k == OpKind::RandomSavedForBackward || k == OpKind::ScaledMaskInPlace ||
+         k == OpKind::ScaleInPlaceShared;
 }
 
 
@@ -84,7 +87,7 @@ std::optional<OpKind> op_kind_named(const std::string& name) {
 
 bool is_random(OpKind k) {
   return k == OpKind::Dropout || k == OpKind::Bernoulli || k == OpKind::RandMask || k == OpKind::DoubleDropout ||
-         k == OpKind::RandomSavedForBackward;
+         k == OpKind::RandomSavedForBackward || k == OpKind::ScaledMaskInPlace;
 }
 
 const char* to_string(LayerEnd end) {
@@ -166,9 +169,10 @@ rc::Gen<OpSpec> chunkable_op_gen(const ProgramGenOptions& o) {
   }
   // Decision coverage: what the chunk passes refuse or handle specially, as a family of
   // its own so the other draws keep their odds.
-  // The pads twice as likely: they reach guards of both passes.
+  // The pads twice as likely: they reach guards of both passes. ScaleInPlaceShared: an
+  // in-place update the tracer keeps in place, for the chunk pass's mutation chains.
   const std::vector<OpKind> refusals = {OpKind::PadRow, OpKind::DoubleDropout, OpKind::Dropout,
-                                        OpKind::BufferUpdate, OpKind::PadTwoRows};
+                                        OpKind::BufferUpdate, OpKind::PadTwoRows, OpKind::ScaleInPlaceShared};
   const bool coverage = o.decision_coverage;
   int64_t max_dim = std::max<int64_t>(2, o.max_dim);
   return rc::gen::exec([kinds, refusals, coverage, max_dim] {
@@ -179,7 +183,7 @@ rc::Gen<OpSpec> chunkable_op_gen(const ProgramGenOptions& o) {
     else if (family == 2) op.kind = OpKind::CountUpdate;
     else if (family == 3)
       op.kind = *choose_value<OpKind>(
-          {{2, refusals[0]}, {1, refusals[1]}, {1, refusals[2]}, {1, refusals[3]}, {2, refusals[4]}});
+          {{2, refusals[0]}, {1, refusals[1]}, {1, refusals[2]}, {1, refusals[3]}, {2, refusals[4]}, {2, refusals[5]}});
     else op.kind = kinds[*shrinking_index(kinds.size())];
     if (changes_width(op.kind)) op.out = *small_int(2, max_dim);
     if (op.kind == OpKind::Linear) op.bias = *rc::gen::map(shrinking_index(2), [](size_t i) { return i == 1; });
@@ -206,6 +210,7 @@ rc::Gen<OpSpec> op_gen(const ProgramGenOptions& o) {
   if (o.allow_random_ops) {
     corners.push_back(OpKind::RandomSavedForBackward);
     corners.push_back(OpKind::Dropout);
+    corners.push_back(OpKind::ScaledMaskInPlace);
   }
   if (o.allow_buffer_updates) {
     corners.push_back(OpKind::BufferUpdate);
@@ -418,6 +423,20 @@ at::Tensor apply_op(const OpSpec& op, const OpModule* m, const at::Tensor& x, in
     }
     case OpKind::Bernoulli: return x * at::bernoulli(at::full_like(x, 0.5));
     case OpKind::RandMask: return x * (at::rand_like(x) < 0.75);
+    case OpKind::ScaleInPlaceShared: {
+      at::Tensor y = x * 1.5;
+      at::Tensor shared = y.unsqueeze(0);  // keeps the update in place
+      y.mul_(2.0);
+      return y;
+    }
+    case OpKind::ScaledMaskInPlace: {
+      // Dropout as LibTorch's composite writes it (a Bernoulli mask scaled in place),
+      // with a view of the mask alive across the scaling, so the write stays in place.
+      at::Tensor mask = at::empty_like(x).bernoulli_(0.75);
+      at::Tensor shared = mask.unsqueeze(0);
+      mask.div_(0.75);
+      return x * mask;
+    }
     case OpKind::Route: {
       const int64_t e = op.experts, k = std::min(op.top_k, e);
       at::Tensor scores = at::softmax(at::matmul(x, m->weight), 1);  // [b, E]

@@ -65,6 +65,17 @@ enum class OpKind {
   /// Likewise with a Bernoulli mask, and a draw after it that scales the result by
   /// 1 + 0.01 * rand: the mask's original is a random original remat must keep.
   RandomSavedForBackward,
+  /// Dropout written as LibTorch's composite writes it (empty_like, bernoulli_, div_ of
+  /// the mask in place, x * mask) with a view of the mask alive across the div_: an
+  /// in-place write into a random op's storage that another tensor sees, so the tracer
+  /// records it as made (the AC passes' writes-saved-storage guard and their
+  /// save-in-place-write rule). Plain dropout's scaling is a private temporary, which the
+  /// tracer records functionally.
+  ScaledMaskInPlace,
+  /// x * 1.5 scaled in place (mul_) while a view of it is alive: a deterministic,
+  /// elementwise in-place update of a per-row value, recorded as made, for the chunk pass
+  /// (its mutation chains) and the cleanup passes.
+  ScaleInPlaceShared,
 };
 
 /// Short snake_case name of an operation (also its submodule name prefix).

@@ -49,7 +49,17 @@ std::string qualified_name(const c10::FunctionSchema& schema) {
 
 // Operators drawing from a generator. The schema tag is authoritative; the names cover
 // registrations that lack it.
-bool is_random_op(const c10::OperatorHandle& op) {
+// scaled_dot_product_attention's kernels carry the tag for their dropout; with a
+// dropout_p of 0 they draw nothing (as exec::is_random decides on graph nodes).
+bool is_random_op(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  for (size_t i = 0; i < nargs; ++i) {
+    if (schema.arguments()[i].name() != "dropout_p" || stack.size() < nargs) continue;
+    const c10::IValue& p = stack[stack.size() - nargs + i];
+    if (p.isDouble()) return p.toDouble() != 0.0;
+    if (p.isInt()) return p.toInt() != 0;
+  }
   if (op.hasTag(at::Tag::nondeterministic_seeded)) return true;
   static const std::unordered_set<std::string> names{"bernoulli",       "normal",
                                                      "uniform",         "rand",
@@ -249,7 +259,7 @@ void RegionRun::capture(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   rec.name = qualified_name(schema);
   rec.fqn = trace::current_module_fqn();
   std::string base = check::op_base_name(schema.name());
-  ir::RecomputePolicy decision = policy->decide(base, rec.fqn, check::layer_of(rec.fqn), is_random_op(op));
+  ir::RecomputePolicy decision = policy->decide(base, rec.fqn, check::layer_of(rec.fqn), is_random_op(op, *stack));
   ResultKind kind = result_kind(schema);
   rec.saved = (decision == ir::RecomputePolicy::MustSave || decision == ir::RecomputePolicy::PreferSave) &&
               kind != ResultKind::NotStorable;

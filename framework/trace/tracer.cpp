@@ -34,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace passcheck::trace {
 
@@ -107,6 +108,12 @@ class Recorder {
   void record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
   /// See TraceOptions::functionalize_temporaries.
   bool functionalize_temporaries = true;
+  /// Storages of the graph inputs (parameters, buffers, arguments): an update that writes
+  /// one (directly, through a view, or through an earlier in-place result) is the
+  /// program's and is recorded as made.
+  void add_input_storage(const at::Tensor& t) {
+    if (t.has_storage()) input_storages_.insert(t.storage().unsafeGetStorageImpl());
+  }
   void on_backward_function_enter(int64_t seq) { backward_seq_stack_.push_back(seq); last_backward_seq_ = seq; }
   void on_backward_function_exit() {
     if (!backward_seq_stack_.empty()) backward_seq_stack_.pop_back();
@@ -151,6 +158,7 @@ class Recorder {
   // the first operator recorded after it, so its backward nodes find a module FQN.
   int64_t next_unaccounted_seq_;
   std::unordered_map<int64_t, ir::NodeMeta> unrecorded_forward_;
+  std::unordered_set<const c10::StorageImpl*> input_storages_;
   std::mutex mutex_;
 };
 
@@ -337,7 +345,9 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, tor
 // The functional operator to record for an in-place update of a private temporary, or
 // `qualified` unchanged. Private: argument 0 is written and returned, its value was made
 // by a traced operation (not a graph input), and its storage belongs to that one tensor
-// (no view or saved copy could see the update). The functional operator must exist with
+// (no view or saved copy could see the update) and to no graph input (an update of a
+// buffer through the result of an earlier in-place update, `mul_(a).add_(b)`, is the
+// program's). The functional operator must exist with
 // the same arguments (add_.Scalar -> add.Scalar).
 std::string Recorder::functional_form(const c10::FunctionSchema& schema, const std::string& qualified,
                                       const std::vector<ir::Arg>& args, const c10::IValue& self) const {
@@ -347,7 +357,8 @@ std::string Recorder::functional_form(const c10::FunctionSchema& schema, const s
     return qualified;
   if (!self.isTensor() || args.empty() || !args[0].is_value() || !args[0].value->producer()) return qualified;
   const at::Tensor& t = self.toTensor();
-  if (!t.has_storage() || t.storage().use_count() != 1) return qualified;
+  if (!t.has_storage() || t.storage().use_count() != 1 || input_storages_.count(t.storage().unsafeGetStorageImpl()))
+    return qualified;
   const std::string& name = schema.name();
   if (name.size() < 2 || name.back() != '_') return qualified;
   std::optional<c10::OperatorHandle> functional =
@@ -639,12 +650,15 @@ TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& f
     // FQN's input (the module cannot tell the two apart); the second input is unused.
     // A tied weight whose FQNs hold separate tensors over one storage gets its own uses.
     if (!recorder.lookup_impl(t)) recorder.bind(t, input);
+    recorder.add_input_storage(t);
   }
   std::vector<at::Tensor> arg_tensors;
   TreeSpec args_spec = flatten(c10::IValue(c10::ivalue::Tuple::create(example_args)), arg_tensors, "args");
-  for (size_t i = 0; i < arg_tensors.size(); ++i)
+  for (size_t i = 0; i < arg_tensors.size(); ++i) {
+    recorder.add_input_storage(arg_tensors[i]);
     recorder.bind(arg_tensors[i], graph->add_input("arg" + std::to_string(i), ir::ValueType::Tensor,
                                                    meta_of(arg_tensors[i]), ir::InputRole::Argument));
+  }
 
   c10::IValue result;
   {

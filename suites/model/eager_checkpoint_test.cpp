@@ -168,29 +168,30 @@ void expect_eager_matches_graph_policy(check::AcPolicyKind kind, std::vector<che
 }
 
 TEST(EagerCheckpointStores, DefaultPolicyStoresEachLayersMatmulsAsTheGraphPolicyDoes) {
-  // Per layer: 5 projections (mm) and the two attention matmuls (bmm).
-  expect_eager_matches_graph_policy(check::AcPolicyKind::Default, {}, 7);
+  // Per layer: 5 projections (mm) and the attention kernel.
+  expect_eager_matches_graph_policy(check::AcPolicyKind::Default, {}, 6);
 }
 
 TEST(EagerCheckpointStores, EagerPolicyStoresEveryOtherMmPerLayer) {
-  expect_eager_matches_graph_policy(check::AcPolicyKind::Eager, {}, 5);  // mm 1, 3, 5 + 2 bmm
+  expect_eager_matches_graph_policy(check::AcPolicyKind::Eager, {}, 4);  // mm 1, 3, 5 + attention
 }
 
 TEST(EagerCheckpointStores, OpPolicyCountsMmsAcrossLayers) {
-  expect_eager_matches_graph_policy(check::AcPolicyKind::Op, {}, 3);  // 2 or 3 mm + first add
+  expect_eager_matches_graph_policy(check::AcPolicyKind::Op, {}, 4);  // 2 or 3 mm + attention + first add
 }
 
 TEST(EagerCheckpointStores, FullPolicyStoresOnlySelectedOps) {
   expect_eager_matches_graph_policy(check::AcPolicyKind::Full, {}, 0);
   expect_eager_matches_graph_policy(check::AcPolicyKind::Full,
                                     {check::OpSelector::parse("layers.*.feed_forward.w?::mm"),
-                                     check::OpSelector::parse("layers.*.attention::_softmax")},
+                                     check::OpSelector::parse("layers.*.attention::_scaled_dot_product_flash_attention_for_cpu")},
                                     4);
 }
 
 TEST(EagerCheckpointStores, LayerCountsAreTheExpectedNumbers) {
-  // Independent of the graph: default stores 5 mm + 2 bmm in every layer; the op policy
-  // alternates 3 and 2 mms (global odd counter over 5 mms per layer) plus the first add.
+  // Independent of the graph: default stores 5 mm + the attention kernel in every layer; the op policy
+  // alternates 3 and 2 mms (global odd counter over 5 mms per layer) plus the attention
+  // kernel and the first add.
   auto eager = models::make_subject("llama3");
   auto run = [&](check::AcPolicyKind kind) {
     EagerCheckpointConfig config = config_for(kind);
@@ -200,11 +201,12 @@ TEST(EagerCheckpointStores, LayerCountsAreTheExpectedNumbers) {
     return guard.stats();
   };
   oracles::EagerCheckpointStats d = run(check::AcPolicyKind::Default);
-  for (const auto& r : d.regions) EXPECT_EQ(r.saved_by_op, (std::map<std::string, int64_t>{{"bmm", 2}, {"mm", 5}}));
+  for (const auto& r : d.regions) EXPECT_EQ(r.saved_by_op, (std::map<std::string, int64_t>{{"_scaled_dot_product_flash_attention_for_cpu", 1}, {"mm", 5}}));
   oracles::EagerCheckpointStats op = run(check::AcPolicyKind::Op);
   ASSERT_EQ(op.regions.size(), 6u);
   for (size_t i = 0; i < op.regions.size(); ++i)
-    EXPECT_EQ(op.regions[i].saved_by_op, (std::map<std::string, int64_t>{{"add", 1}, {"mm", i % 2 == 0 ? 3 : 2}}))
+    EXPECT_EQ(op.regions[i].saved_by_op, (std::map<std::string, int64_t>{
+                  {"_scaled_dot_product_flash_attention_for_cpu", 1}, {"add", 1}, {"mm", i % 2 == 0 ? 3 : 2}}))
         << op.regions[i].fqn;
   oracles::EagerCheckpointStats full = run(check::AcPolicyKind::Full);
   EXPECT_EQ(full.saved_ops(), 0);

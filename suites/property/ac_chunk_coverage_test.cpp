@@ -139,7 +139,7 @@ TEST(AcChunkCoverage, EveryDeclaredDecisionIsListed) {
 // DecisionMutantAc; here the update also reads no chunked value, so update-runs-once
 // refuses next.)
 TEST(AcChunkCoverage, ReadBeforeUpdateIsRefused) {
-  const gen::ChunkCase c = gen::generate_chunk_case(9556708487455889644ull, gen::chunk_coverage_options());
+  const gen::ChunkCase c = gen::generate_chunk_case(10708086180188519124ull, gen::chunk_coverage_options());
   gen::ChunkCaseResult real = gen::run_chunk_case(c, check::PassRegistry::global());
   std::string all = real.refusal;
   for (const std::string& v : real.violations) all += v;

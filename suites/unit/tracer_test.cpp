@@ -148,6 +148,7 @@ std::map<std::string, int> ops_of(const trace::TraceOptions& options) {
         at::Tensor view = shared.view({8});
         shared.mul_(2.0);  // the view sees it: mul_ stays
         x.add_(private_temp);  // an input: add_ stays
+        x.mul_(0.5).sub_(1.0);  // an input through an earlier update's result: sub_ stays
         return c10::IValue(private_temp + view.view({2, 4}));
       },
       {at::randn({2, 4})}, options);
@@ -162,6 +163,8 @@ TEST(Tracer, InPlaceUpdatesOfPrivateTemporariesAreRecordedFunctionally) {
   EXPECT_EQ(ops["aten::add_.Scalar"], 0);
   EXPECT_EQ(ops["aten::mul_.Scalar"], 1);
   EXPECT_EQ(ops["aten::add_.Tensor"], 1);
+  EXPECT_EQ(ops["aten::sub_.Scalar"], 1);
+  EXPECT_EQ(ops["aten::sub.Scalar"], 0);
   // The option off records every update as the program made it.
   trace::TraceOptions as_made;
   as_made.functionalize_temporaries = false;
