@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs every passcheck example of README.md and docs/*.md, so a doc cannot drift.
 
-Usage: check_doc_examples.py PASSCHECK_BINARY
+Usage: check_doc_examples.py PASSCHECK_BINARY [DOCUMENT ...]
+(every document by default; CTest runs one test per document, so they run side by side)
 
 1. Commands: every line of a fenced code block that starts with `passcheck` (or
    `build/framework/passcheck`), continuation lines joined, is run in one scratch
@@ -106,74 +107,87 @@ def check_pipeline(binary, where, pipeline, failures, mutants=False):
         failures.append(f"{where}: pipeline {pipeline!r} is rejected: {out.strip()}")
 
 
+def check_document(binary, doc, failures):
+    """Runs one document's examples; returns (commands run, synopses checked, pipelines)."""
+    ran = checked = pipelines = 0
+    name = os.path.relpath(doc, ROOT)
+    text = open(doc, encoding="utf-8").read()
+    scratch = tempfile.mkdtemp(prefix="passcheck-doc-")
+    placeholder = None
+    for lang, block in fenced_blocks(text):
+        if lang == "pipeline":
+            for line in block.splitlines():
+                if line.strip():
+                    check_pipeline(binary, name, line.strip(), failures)
+                    pipelines += 1
+            continue
+        for command, comment in commands_of(block):
+            where = f"{name}: `passcheck {command}`"
+            try:
+                words = shlex.split(command)
+            except ValueError as e:
+                failures.append(f"{where}: not a command line: {e}")
+                continue
+            mutants = "--mutants" in words
+            for i, w in enumerate(words[:-1]):
+                if w == "--pipeline" and "$" not in words[i + 1]:
+                    check_pipeline(binary, where, words[i + 1], failures, mutants)
+                    pipelines += 1
+            if "...." in command:
+                if placeholder is None:
+                    placeholder = "repros/placeholder-captured.repro"
+                    os.makedirs(os.path.join(scratch, "repros"), exist_ok=True)
+                    # A repro that still fails (a test pass crashing on mlp's odd node
+                    # count), so repro and minimize have something to do.
+                    run(binary, ["capture", "--model", "mlp", "--pipeline", "crash-on-odd", "--test-passes",
+                                 "--out", placeholder], scratch)
+                command = re.sub(r"\S*\.\.\.\.\S*", placeholder, command)
+                words = shlex.split(command)
+            if "..." in command or "$" in command or "|" in command.replace("'", "").split("#")[0]:
+                for part in command.split("&&"):
+                    part_words = [w for w in shlex.split(part) if w != "..."]
+                    if part_words and part_words[0] == "passcheck":
+                        part_words = part_words[1:]
+                    check_synopsis(binary, where, part_words, failures)
+                    checked += 1
+                continue
+            for pattern, replacement in SMOKE:
+                command = pattern.sub(replacement, command)
+            if words[0] == "bench" and "--warmup" not in command:
+                command += " --warmup 0" + ("" if "--repeats" in command else " --repeats 1")
+            parts = [shlex.split(part) for part in command.split("&&")]
+            parts = [p[1:] if p and p[0] == "passcheck" else p for p in parts]
+            for args in parts:
+                code, out = run(binary, args, scratch)
+                ran += 1
+                allowed = {0, 1} if "exit 1" in comment else {0}
+                if code not in allowed:
+                    shown = "timeout" if code is None else f"exit {code}"
+                    failures.append(f"{where}: {shown} (expected {sorted(allowed)}):\n    " +
+                                    "\n    ".join(out.strip().splitlines()[-6:]))
+                    break
+    for m in re.finditer(r"`passcheck ([a-z][^`]*)`", text):
+        words = m.group(1).split()
+        check_synopsis(binary, name, words, failures)
+        checked += 1
+    return ran, checked, pipelines
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     binary = os.path.abspath(sys.argv[1])
+    docs = [os.path.abspath(d) for d in sys.argv[2:]] or documents()
+    for doc in docs:
+        if not os.path.isfile(doc):
+            print(f"check_doc_examples.py: no document {doc}", file=sys.stderr)
+            return 2
     failures = []
     ran = checked = pipelines = 0
-    for doc in documents():
-        name = os.path.relpath(doc, ROOT)
-        text = open(doc, encoding="utf-8").read()
-        scratch = tempfile.mkdtemp(prefix="passcheck-doc-")
-        placeholder = None
-        for lang, block in fenced_blocks(text):
-            if lang == "pipeline":
-                for line in block.splitlines():
-                    if line.strip():
-                        check_pipeline(binary, name, line.strip(), failures)
-                        pipelines += 1
-                continue
-            for command, comment in commands_of(block):
-                where = f"{name}: `passcheck {command}`"
-                try:
-                    words = shlex.split(command)
-                except ValueError as e:
-                    failures.append(f"{where}: not a command line: {e}")
-                    continue
-                mutants = "--mutants" in words
-                for i, w in enumerate(words[:-1]):
-                    if w == "--pipeline" and "$" not in words[i + 1]:
-                        check_pipeline(binary, where, words[i + 1], failures, mutants)
-                        pipelines += 1
-                if "...." in command:
-                    if placeholder is None:
-                        placeholder = "repros/placeholder-captured.repro"
-                        os.makedirs(os.path.join(scratch, "repros"), exist_ok=True)
-                        # A repro that still fails (a test pass crashing on mlp's odd node
-                        # count), so repro and minimize have something to do.
-                        run(binary, ["capture", "--model", "mlp", "--pipeline", "crash-on-odd", "--test-passes",
-                                     "--out", placeholder], scratch)
-                    command = re.sub(r"\S*\.\.\.\.\S*", placeholder, command)
-                    words = shlex.split(command)
-                if "..." in command or "$" in command or "|" in command.replace("'", "").split("#")[0]:
-                    for part in command.split("&&"):
-                        part_words = [w for w in shlex.split(part) if w != "..."]
-                        if part_words and part_words[0] == "passcheck":
-                            part_words = part_words[1:]
-                        check_synopsis(binary, where, part_words, failures)
-                        checked += 1
-                    continue
-                for pattern, replacement in SMOKE:
-                    command = pattern.sub(replacement, command)
-                if words[0] == "bench" and "--warmup" not in command:
-                    command += " --warmup 0" + ("" if "--repeats" in command else " --repeats 1")
-                parts = [shlex.split(part) for part in command.split("&&")]
-                parts = [p[1:] if p and p[0] == "passcheck" else p for p in parts]
-                for args in parts:
-                    code, out = run(binary, args, scratch)
-                    ran += 1
-                    allowed = {0, 1} if "exit 1" in comment else {0}
-                    if code not in allowed:
-                        shown = "timeout" if code is None else f"exit {code}"
-                        failures.append(f"{where}: {shown} (expected {sorted(allowed)}):\n    " +
-                                        "\n    ".join(out.strip().splitlines()[-6:]))
-                        break
-        for m in re.finditer(r"`passcheck ([a-z][^`]*)`", text):
-            words = m.group(1).split()
-            check_synopsis(binary, name, words, failures)
-            checked += 1
+    for doc in docs:
+        r, c, p = check_document(binary, doc, failures)
+        ran, checked, pipelines = ran + r, checked + c, pipelines + p
     for failure in failures:
         print(failure)
     print(f"{ran} documented commands run, {checked} synopses checked against --help, {pipelines} pipelines "

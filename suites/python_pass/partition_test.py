@@ -61,8 +61,8 @@ def min_cut(workdir):
 
 def broken(name, workdir):
     out = fuzz("example_passes:" + name, workdir,
-               ["--cases", "20", "--seed", "11", "--max-failures", "1", "--minimize-seconds", "20"], 1)
-    support.expect_one_replaying_repro(workdir, out, pipeline(name), ["changed numerics"], 15)
+               ["--cases", "20", "--seed", "11", "--max-failures", "1", "--minimize-seconds", "5"], 1)
+    support.expect_one_replaying_repro(workdir, out, pipeline(name), ["changed numerics"], 10)
 
 
 def main():
