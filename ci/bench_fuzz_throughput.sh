@@ -7,13 +7,13 @@
 # process, startup included: less sensitive than cases/s to other load on the machine).
 #
 #   ci/bench_fuzz_throughput.sh [SECONDS]      # default 20 s per run
-#   PASSCHECK=build/framework/passcheck PIPELINES="default dce,cse" ci/bench_fuzz_throughput.sh 10
+#   PASSCHECK=build/bin/passcheck PIPELINES="default dce,cse" ci/bench_fuzz_throughput.sh 10
 #
 # Meant for an idle machine; the runs are sequential so they never compete for cores.
 set -euo pipefail
 
 seconds="${1:-20}"
-passcheck="${PASSCHECK:-build/framework/passcheck}"
+passcheck="${PASSCHECK:-build/bin/passcheck}"
 pipelines="${PIPELINES:-default dce,cse,remove-detach,remove-identity-view}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

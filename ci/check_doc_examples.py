@@ -5,7 +5,7 @@ Usage: check_doc_examples.py PASSCHECK_BINARY [DOCUMENT ...]
 (every document by default; CTest runs one test per document, so they run side by side)
 
 1. Commands: every line of a fenced code block that starts with `passcheck` (or
-   `build/framework/passcheck`), continuation lines joined, is run in one scratch
+   `build/bin/passcheck`), continuation lines joined, is run in one scratch
    directory per document, in the order written (so `trace --out g.txt` makes the g.txt
    a later line reads). A placeholder repro path (`repros/case-3-....repro`) becomes a
    repro captured first. Long runs are cut to a smoke size (--seconds 3, --cases 3,
@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COMMAND = re.compile(r"^\s*(?:\$ )?(?:build/framework/)?passcheck (.*)$")
+COMMAND = re.compile(r"^\s*(?:\$ )?(?:build/bin/)?passcheck (.*)$")
 SMOKE = [
     (re.compile(r"--seconds \d+"), "--seconds 3"),
     (re.compile(r"--cases \d+"), "--cases 3"),

@@ -5,13 +5,15 @@ The allowed dependencies are the ```layers block of docs/architecture.md: each l
 `layer: lower layers...`; a layer may include itself, what it lists, and (transitively)
 what those list. Exit 0 when every #include "..." follows the table, 1 with each
 offending include named (file:line), 2 when the table itself is malformed.
+
+Usage: check_layers.py [--root DIR]   (DIR: the source tree, this checkout by default)
 """
 import os
 import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE_DIRS = ("framework", "passes", "generators", "oracles", "suites")
+SOURCE_DIRS = ("framework", "passes", "generators", "oracles", "workflows", "tools", "suites")
 
 
 def read_table(doc):
@@ -66,20 +68,26 @@ def permitted(included, allowed):
 
 
 def main():
-    table = read_table(os.path.join(ROOT, "docs", "architecture.md"))
+    root = ROOT
+    if len(sys.argv) == 3 and sys.argv[1] == "--root":
+        root = os.path.abspath(sys.argv[2])
+    elif len(sys.argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    table = read_table(os.path.join(root, "docs", "architecture.md"))
     failures = []
     for top in SOURCE_DIRS:
-        for directory, _, files in os.walk(os.path.join(ROOT, top)):
+        for directory, _, files in os.walk(os.path.join(root, top)):
             for name in sorted(files):
                 if not name.endswith((".h", ".cpp")):
                     continue
-                path = os.path.relpath(os.path.join(directory, name), ROOT)
+                path = os.path.relpath(os.path.join(directory, name), root)
                 own = layer_of(path, table)
                 if own is None:
                     failures.append(f"{path}: in no layer of docs/architecture.md")
                     continue
                 allowed = allowed_closure(own, table)
-                for number, line in enumerate(open(os.path.join(ROOT, path), encoding="utf-8"), 1):
+                for number, line in enumerate(open(os.path.join(root, path), encoding="utf-8"), 1):
                     m = re.match(r'\s*#\s*include\s+"([^"]+/[^"]+)"', line)
                     if not m or m.group(1) == "framework/version.h":
                         continue

@@ -40,19 +40,19 @@ step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAS
 step build cmake --build build-gpu -j "$JOBS" --target passcheck passcheck_gpu_tests passcheck_model_tests \
   passcheck_conformance_tests -- -k 0
 grep -E "error:|FAILED" "$OUT/build.log" | head -40
-[ -x build-gpu/framework/passcheck ] || exit 1
-build-gpu/framework/passcheck --version 2>&1 | tee -a "$LOG"
+[ -x build-gpu/bin/passcheck ] || exit 1
+build-gpu/bin/passcheck --version 2>&1 | tee -a "$LOG"
 step make_fx_reference $PY python/conformance/make_fx_reference.py --out "$OUT/make_fx_gpu_torch.golden"
 golden="$OUT/make_fx_gpu_torch.golden"
 case "$golden" in /*) ;; *) golden="$PWD/$golden" ;; esac
 PASSCHECK_MAKE_FX_GOLDEN=$golden step conformance \
   build-gpu/suites/passcheck_conformance_tests --gtest_brief=1
 step gpu_suite build-gpu/suites/passcheck_gpu_tests --gtest_brief=1
-step check_cuda build-gpu/framework/passcheck check --model llama3 --steps 5 --device cuda
-step check_cuda_cudagraph build-gpu/framework/passcheck check --model llama3 --steps 5 --device cuda \
+step check_cuda build-gpu/bin/passcheck check --model llama3 --steps 5 --device cuda
+step check_cuda_cudagraph build-gpu/bin/passcheck check --model llama3 --steps 5 --device cuda \
   --pipeline 'partition-min-cut,cudagraph{backend=cuda}'
-step bench_cudagraph build-gpu/framework/passcheck bench --model llama3 --cudagraph cuda --device cuda --repeats 50
-step bench_cudagraph_partitioned build-gpu/framework/passcheck bench --model llama3 --cudagraph cuda --device cuda \
+step bench_cudagraph build-gpu/bin/passcheck bench --model llama3 --cudagraph cuda --device cuda --repeats 50
+step bench_cudagraph_partitioned build-gpu/bin/passcheck bench --model llama3 --cudagraph cuda --device cuda \
   --repeats 50 --pipeline 'partition-min-cut,cudagraph{backend=cuda}'
 # Last: the longest step, bounded so the logs above always come back.
 # Its tests run on the CPU: one intra-op thread each, so 16 of them share 16 cores.

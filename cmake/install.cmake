@@ -1,5 +1,6 @@
 # Install rules and the CMake package (docs/package.md): `cmake --install build --prefix P`
-# puts the passcheck binary in P/bin, the static libraries in P/lib, every public header
+# puts the passcheck binary in P/bin, the Python package passcheck_fx in
+# P/share/passcheck/python (where the binary looks for it), the static libraries in P/lib, every public header
 # under P/include/passcheck with its tree path (#include "framework/ir/graph.h"), and
 # P/lib/cmake/passcheck/passcheckConfig.cmake exporting the libraries as passcheck::<name>.
 include(GNUInstallDirs)
@@ -10,7 +11,8 @@ set(PASSCHECK_EXPORTED_LIBRARIES
   passcheck_torch_pch:torch_pch passcheck_io:io passcheck_ir:ir passcheck_sym:sym passcheck_exec:exec
   passcheck_dist:dist passcheck_trace:trace passcheck_check:check passcheck_report:report passcheck_graph_tools:graph_tools
   passcheck_oracles:oracles passcheck_passes:passes passcheck_generators:generators
-  passcheck_campaign:campaign passcheck_mutants:mutants)
+  passcheck_campaign:campaign passcheck_mutants:mutants passcheck_python_bridge:python_bridge passcheck_gate:gate
+  passcheck_bench:bench)
 if(TARGET passcheck_test_support)
   list(APPEND PASSCHECK_EXPORTED_LIBRARIES passcheck_test_support:test_support)
 endif()
@@ -27,12 +29,14 @@ foreach(entry ${PASSCHECK_EXPORTED_LIBRARIES})
 endforeach()
 
 install(TARGETS passcheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/passcheck_fx DESTINATION ${CMAKE_INSTALL_DATADIR}/passcheck/python
+        PATTERN __pycache__ EXCLUDE)
 install(TARGETS ${PASSCHECK_INSTALLED_TARGETS} EXPORT passcheckTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/passcheck)
 
 # Headers keep their paths in the tree.
-foreach(dir framework oracles passes generators suites/mutants suites/support)
+foreach(dir framework oracles passes generators workflows suites/mutants suites/support)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/passcheck/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -1,4 +1,4 @@
-"""One command for docs/performance.md "Step 12: production shapes on meta".
+"""One command for docs/performance.md "Production scale": production shapes on meta.
 
 Runs `passcheck bench --production` (meta traces of the production configurations, every
 pass and the default and autoparallel pipelines on them, with the gate on) and, for each
@@ -6,7 +6,7 @@ llama3 configuration, python/bench/make_fx_fake_trace.py (PyTorch's make_fx in f
 mode on the same model, with the torch of the Python running it), each make_fx run in its own process
 under a time limit, then prints the tables side by side in markdown.
 
-  .venv/bin/python python/bench/real_sizes.py [--passcheck build/framework/passcheck]
+  .venv/bin/python python/bench/real_sizes.py [--passcheck build/bin/passcheck]
       [--configs llama3:8b,...] [--pass-limit S] [--make-fx-limit S] [--json FILE]
       [-- extra passcheck bench options, e.g. --parallel fsdp,tp --mesh dp=16,tp=8]
 """
@@ -38,7 +38,7 @@ def run_make_fx(config, limit_s, layers=0):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--passcheck", default=os.path.join(ROOT, "build", "framework", "passcheck"))
+    parser.add_argument("--passcheck", default=os.path.join(ROOT, "build", "bin", "passcheck"))
     parser.add_argument("--configs", default="", help="MODEL:CONFIG list (default: all)")
     parser.add_argument("--pass-limit", type=float, default=60.0, help="seconds a pass may take")
     parser.add_argument("--make-fx-limit", type=float, default=600.0, help="seconds a make_fx trace may take")

@@ -12,10 +12,10 @@ exported back to passcheck's graph text with passcheck_fx.export_graph and writt
 passcheck_fx.PartitionedModule instead, whose module text is written to --out. --check
 only imports MODULE, finds FUNCTION and imports the exporter, and prints
 "passcheck-pass-kind: graph" or "passcheck-pass-kind: partitioner". --serve is the
-fork server a fuzz campaign starts once (framework/cli/python_pass.cpp): each request
+fork server a fuzz campaign starts once (workflows/python_bridge/python_pass.cpp): each request
 runs in a fork of a process that has already imported torch and the pass.
 
-The exit status tells passcheck whose fault a failure is (framework/cli/python_pass.cpp):
+The exit status tells passcheck whose fault a failure is (workflows/python_bridge/python_pass.cpp):
 0 done, 2 MODULE:FUNCTION cannot be imported or is not callable, 3 the pass raised,
 4 its result is not a GraphModule or cannot be exported, 5 case.py does not build.
 Works with torch 1.13 and 2.x.
@@ -208,7 +208,7 @@ def main(argv=None):
     if args.check:
         function = load_pass(args.spec)
         _exporter_or_fail()
-        # framework/cli/python_pass.cpp reads this line: a partitioner is a module pass.
+        # workflows/python_bridge/python_pass.cpp reads this line: a partitioner is a module pass.
         print("passcheck-pass-kind: %s" % ("partitioner" if is_partitioner(function) else "graph"))
         return 0
     if not args.graph or not args.out:

@@ -22,6 +22,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+# Python passes run by passcheck use this interpreter (the one with the build's torch).
+os.environ.setdefault("PASSCHECK_PYTHON", sys.executable)
 sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "python", "conformance"), HERE]
 
 import torch  # noqa: E402

@@ -7,6 +7,7 @@
 // family's mutant standing in for its real pass fails the gate (exit 1).
 #include "passes/registry.h"
 #include "suites/support/test_support.h"
+#include "workflows/gate/gate.h"
 
 #include <gtest/gtest.h>
 
@@ -144,6 +145,19 @@ TEST_F(Gate, FailsWhenTheFamilysMutantStandsInForItsPass) {
   EXPECT_NE(r.output.find("gate: FAIL"), std::string::npos) << r.output;
   auto xml = run_command("grep -c '<failure' " + quote(junit));
   EXPECT_NE(xml.output, "0\n") << xml.output;
+}
+
+// The selection as a library call (workflows/gate/gate.h): a family's own file selects it,
+// the layers every pass runs on select every family, docs select nothing.
+TEST(GateSelection, ChangedFilesSelectTheirFamilies) {
+  const check::PassRegistry& registry = check::PassRegistry::global();
+  const std::vector<check::PassFamily> families = check::builtin_pass_families();
+  const gate::GateSelection one =
+      gate::select_families({std::string("passes/") + kFamily + "/x.cpp", "docs/passes.md"}, families, "", registry);
+  EXPECT_EQ(one.families, std::set<std::string>{kFamily});
+  const gate::GateSelection all = gate::select_families({"framework/exec/executor.cpp"}, families, "", registry);
+  EXPECT_EQ(all.families.size(), families.size());
+  EXPECT_TRUE(gate::select_families({"docs/passes.md"}, families, "", registry).families.empty());
 }
 
 }  // namespace

@@ -5,7 +5,7 @@ seeds below) and runs each mutant, flagging any outcome other than exit 0, 1 or 
 a clean message: a signal, a timeout, another exit code, or LibTorch's "INTERNAL ASSERT"
 / "report a bug" text reaching the user. docs/graph-format.md, "Limits and validation".
 
-  suites/hostile/mutate_graphs.py --passcheck build/framework/passcheck --count 2000 \
+  suites/hostile/mutate_graphs.py --passcheck build/bin/passcheck --count 2000 \
       [--seed 1] [--jobs 2] [--out /tmp/hostile]
 
 Writes every flagged mutant to --out (with its output) and prints a summary by class.

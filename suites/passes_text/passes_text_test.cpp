@@ -10,8 +10,8 @@
 // expected sections that differ with what the passes print now (never a must-not-change
 // case), for a reviewer to read in the diff.
 #include "framework/check/pipeline.h"
-#include "framework/cli/graph_tools.h"
-#include "framework/cli/text_cases.h"
+#include "workflows/graph_files/graph_tools.h"
+#include "workflows/graph_files/text_cases.h"
 #include "framework/ir/text.h"
 #include "suites/mutants/mutants.h"
 #include "suites/support/test_support.h"
@@ -33,9 +33,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using cli::TextCase;
+using graph_files::TextCase;
 
-std::vector<std::string> case_files() { return cli::case_files(testing::source_path("suites/passes_text")); }
+std::vector<std::string> case_files() { return graph_files::case_files(testing::source_path("suites/passes_text")); }
 
 struct Catalogue {
   std::vector<TextCase> cases;
@@ -46,7 +46,7 @@ const Catalogue& catalogue() {
   static const Catalogue all = [] {
     Catalogue c;
     for (const std::string& file : case_files())
-      for (TextCase& t : cli::parse_case_file(file, c.errors)) c.cases.push_back(std::move(t));
+      for (TextCase& t : graph_files::parse_case_file(file, c.errors)) c.cases.push_back(std::move(t));
     return c;
   }();
   return all;
@@ -68,10 +68,10 @@ TEST(PassesTextFiles, EveryCaseFileIsWellFormed) {
 TEST_P(TextCaseTest, PipelinePrintsTheExpectedGraph) {
   const TextCase& c = catalogue().cases.at(GetParam());
   SCOPED_TRACE(c.where());
-  const cli::TextCaseOutcome outcome = cli::run_text_case(c, check::PassRegistry::global());
+  const graph_files::TextCaseOutcome outcome = graph_files::run_text_case(c, check::PassRegistry::global());
   const bool update = std::getenv("PASSCHECK_UPDATE_TEXT_TESTS") != nullptr;
   if (outcome.output_differs && update && !c.expect_unchanged) {
-    cli::update_expected(c.file, c.name, outcome.actual);
+    graph_files::update_expected(c.file, c.name, outcome.actual);
     std::cerr << "updated the expected text of " << c.where() << ": read the diff before committing\n";
   }
   for (const std::string& problem : outcome.problems) ADD_FAILURE() << problem;
@@ -82,10 +82,10 @@ TEST_P(TextCaseTest, PipelinePrintsTheExpectedGraph) {
 TEST(PassesTextRunner, FailsACaseWhenAMutantReplacesItsPass) {
   int failed = 0, run = 0;
   for (const TextCase& c : catalogue().cases) {
-    const auto passes = cli::case_passes(c, mutants::registry_with_mutants());
+    const auto passes = graph_files::case_passes(c, mutants::registry_with_mutants());
     if (std::find(passes.begin(), passes.end(), "remat") == passes.end()) continue;
     ++run;
-    if (!cli::run_text_case(c, mutants::registry_with_mutants(), {{"remat", "mutant-remat-fresh-rng"}}).problems.empty())
+    if (!graph_files::run_text_case(c, mutants::registry_with_mutants(), {{"remat", "mutant-remat-fresh-rng"}}).problems.empty())
       ++failed;
   }
   EXPECT_GT(run, 0);
@@ -107,8 +107,8 @@ TEST(PassesTextEquiv, TellsARematMutantThatRedrawsTheDropoutMaskFromTheRealPass)
   std::unique_ptr<ir::Graph> real = input->clone(), mutant = input->clone();
   check::Pipeline::parse("remat{rng=replay}").run(*real);
   check::Pipeline::parse("mutant-remat-fresh-rng{rng=replay}", mutants::registry_with_mutants()).run(*mutant);
-  EXPECT_TRUE(cli::compare_graphs(*input, *real).equal());
-  cli::EquivReport report = cli::compare_graphs(*input, *mutant);
+  EXPECT_TRUE(graph_files::compare_graphs(*input, *real).equal());
+  graph_files::EquivReport report = graph_files::compare_graphs(*input, *mutant);
   EXPECT_FALSE(report.equal()) << report.format();
   EXPECT_NE(report.format().find("output 1 (%g / %g): DIFFER"), std::string::npos) << report.format();
 }

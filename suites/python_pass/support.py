@@ -7,12 +7,15 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 EXAMPLES = os.path.join(SOURCE_DIR, "python", "passcheck_fx", "examples")
+# The Python passes run in this interpreter (the one with the build's torch), not whatever
+# python3 is first on PATH.
+os.environ.setdefault("PASSCHECK_PYTHON", sys.executable)
 
 
 def passcheck_binary():
     if len(sys.argv) > 1:
         return sys.argv[1]
-    return os.environ.get("PASSCHECK_BINARY", os.path.join(SOURCE_DIR, "build", "framework", "passcheck"))
+    return os.environ.get("PASSCHECK_BINARY", os.path.join(SOURCE_DIR, "build", "bin", "passcheck"))
 
 
 def worker_env():

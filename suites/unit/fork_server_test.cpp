@@ -1,9 +1,9 @@
-// The fuzzer's fork server and mixed campaigns (framework/campaign/case_processes.h):
+// The fuzzer's fork server and mixed campaigns (workflows/campaign/case_processes.h):
 // the fork server finds the same failures in the same cases as one process per case; a
 // crashing, hanging or killed case process (or a worker killed under a case) costs only
 // that case, with a repro written before the case ran; a mixed campaign runs programs,
 // sim-mesh and chunk cases, catches a mutant of each kind, and every repro replays.
-#include "framework/campaign/campaign.h"
+#include "workflows/campaign/campaign.h"
 #include "framework/check/repro.h"
 #include "suites/mutants/mutants.h"
 #include "suites/mutants/test_passes.h"

@@ -1,9 +1,9 @@
 // passcheck fuzz / repro / minimize end to end: the summary line, crash and timeout
 // isolation (a crashing or hanging test pass costs one case, not the campaign), repro
 // exit codes, the whole workflow with a mutant standing in for a bug; campaigns run
-// through the library (framework/campaign) with their progress reports; repro files
+// through the library (workflows/campaign) with their progress reports; repro files
 // of an earlier campaign surviving a later one; option checks and defaults.
-#include "framework/campaign/campaign.h"
+#include "workflows/campaign/campaign.h"
 #include "framework/check/repro.h"
 #include "suites/mutants/test_passes.h"
 #include "suites/support/test_support.h"

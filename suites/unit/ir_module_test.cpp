@@ -4,7 +4,7 @@
 // bytes the forward hands to the backward, and a pipeline runs graph passes on each part.
 #include "framework/check/pipeline.h"
 #include "framework/check/verifier.h"
-#include "framework/cli/graph_tools.h"
+#include "workflows/graph_files/graph_tools.h"
 #include "framework/exec/inputs.h"
 #include "framework/exec/module_executor.h"
 #include "framework/ir/module.h"
@@ -116,7 +116,7 @@ TEST(IrModule, TheVerifierRefusesALinkOfAnotherType) {
 TEST(IrModule, TheSplitStepRunsBitForBitLikeTheJointGraph) {
   std::unique_ptr<ir::Graph> joint = ir::parse_graph(kJoint, "joint");
   ir::Module m = ir::parse_module(kSplit, "m.txt");
-  cli::EquivReport report = cli::compare_graph_with_module(*joint, m);
+  graph_files::EquivReport report = graph_files::compare_graph_with_module(*joint, m);
   EXPECT_TRUE(report.equal()) << report.format();
 
   exec::ExecutorOptions options;
@@ -138,7 +138,7 @@ TEST(IrModule, AWrongSplitIsNotEquivalent) {
       replaced(kSplit, "aten::threshold_backward(%expand, %relu, 0)", "aten::threshold_backward(%expand, %relu, 1)"),
       "m.txt");
   EXPECT_TRUE(check::verify_module(m).empty());
-  EXPECT_FALSE(cli::compare_graph_with_module(*joint, m).equal());
+  EXPECT_FALSE(graph_files::compare_graph_with_module(*joint, m).equal());
 }
 
 TEST(IrModule, APipelineRunsGraphPassesOnEveryPart) {

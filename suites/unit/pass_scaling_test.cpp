@@ -1,10 +1,10 @@
-// `passcheck bench --passes` (framework/cli/pass_scaling.h) without timing anything: the
+// `passcheck bench --passes` (workflows/bench/pass_scaling.h) without timing anything: the
 // exponent fit on exact power laws, graph families of the requested size that verify,
 // the command listing every registered pass and refusing bad options, and the order
 // labels staying consistent under the insertion pattern the local relabelling serves.
 #include "framework/check/pass.h"
 #include "framework/check/verifier.h"
-#include "framework/cli/pass_scaling.h"
+#include "workflows/bench/pass_scaling.h"
 #include "suites/support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 namespace passcheck {
 namespace {
 
-using cli::scaling::fit_exponent;
+using bench::fit_exponent;
 
 TEST(PassScaling, FitsTheExponentOfExactPowerLaws) {
   const std::vector<double> sizes = {1e3, 1e4, 1e5, 1e6};
@@ -40,7 +40,7 @@ TEST(PassScaling, FitsTheExponentOfExactPowerLaws) {
 }
 
 void expect_sized_and_valid(const std::string& family, int64_t nodes, double tolerance) {
-  std::unique_ptr<ir::Graph> g = cli::scaling::family_graph(family, nodes);
+  std::unique_ptr<ir::Graph> g = bench::family_graph(family, nodes);
   EXPECT_NEAR(static_cast<double>(g->num_nodes()), static_cast<double>(nodes), tolerance * static_cast<double>(nodes))
       << family;
   EXPECT_TRUE(check::verify_graph(*g).empty()) << family;
@@ -55,7 +55,7 @@ TEST(PassScaling, TracedFamiliesHaveTheRequestedSizeAndVerify) {
   // Within a layer (about 230 nodes) of the request.
   expect_sized_and_valid("llama3", 1200, 0.2);
   expect_sized_and_valid("llama3-fsdp", 1200, 0.25);
-  EXPECT_THROW(cli::scaling::family_graph("gpt5", 1000), std::invalid_argument);
+  EXPECT_THROW(bench::family_graph("gpt5", 1000), std::invalid_argument);
 }
 
 TEST(PassScaling, BenchTimesEveryPassAndWritesJson) {

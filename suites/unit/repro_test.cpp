@@ -4,8 +4,8 @@
 // Through the binary: a timeout repro replays under its recorded limit, a broken graph
 // is bad input (exit 2, file and line), capture and minimize refuse a directory as
 // --out, capture's default --out never replaces a file, and minimize reports progress.
-#include "framework/campaign/campaign.h"
-#include "framework/campaign/repro_tools.h"
+#include "workflows/campaign/campaign.h"
+#include "workflows/campaign/repro_tools.h"
 #include "framework/check/minimize.h"
 #include "framework/check/repro.h"
 #include "framework/exec/executor.h"

@@ -1,0 +1,77 @@
+// `passcheck gate`: its options, the progress lines, the summary, the JUnit file and the
+// report. The gate itself is workflows/gate. Exit codes: 0 every check held, 1 a check
+// failed, 2 bad input (no git repository, unknown ref).
+#include "tools/passcheck/commands.h"
+#include "tools/passcheck/report_commands.h"
+#include "workflows/campaign/campaign.h"
+#include "workflows/gate/gate.h"
+
+#include "framework/io/files.h"
+#include "framework/report/report.h"
+#include "oracles/models/subject.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+
+namespace passcheck::cli {
+
+namespace {
+
+int run_gate_command(const gate::GateOptions& options) {
+  report::Report html("gate", current_command_line());
+  return guarded("gate", [&] {
+    return run_reported(options.report, html, [&] {
+      const gate::GateResults results = gate::run_gate(options, std::cout);
+      gate::add_gate_sections(html, results);
+      if (!options.junit.empty()) io::write_file_atomically(options.junit, gate::gate_junit_xml(results), "--junit file");
+      int held = 0, failed = 0, skipped = 0;
+      for (const gate::GatePassResult& p : results.passes)
+        for (const gate::GateCheck& c : p.checks) {
+          held += c.outcome == gate::GateCheck::Outcome::Held;
+          failed += c.outcome == gate::GateCheck::Outcome::Failed;
+          skipped += c.outcome == gate::GateCheck::Outcome::Skipped;
+        }
+      std::cout << "gate: " << results.passes.size() << " passes checked, " << results.skipped_passes.size()
+                << " skipped; checks: " << held << " held, " << failed << " failed, " << skipped << " skipped\n";
+      std::cout << "gate: " << (results.held() ? "PASS" : "FAIL") << "\n";
+      html.set_verdict(results.held() ? 0 : 1, "gate: " + std::to_string(results.passes.size()) + " passes checked, " +
+                                                   std::to_string(failed) + " checks failed");
+      return results.held() ? 0 : 1;
+    });
+  });
+}
+
+}  // namespace
+
+std::function<std::optional<int>()> add_gate_command(CLI::App& app) {
+  auto args = std::make_shared<gate::GateOptions>();
+  args->models = models::available_subjects();
+  auto* cmd = app.add_subcommand("gate", "CI gate: check the pass families the files changed since --base touch");
+  cmd->add_option("--base", args->base, "Git ref to compare with (three-dot: changes since the merge base)")
+      ->capture_default_str();
+  cmd->add_option("--repo", args->repo, "The passcheck checkout (a git work tree)")->capture_default_str();
+  cmd->add_option("--junit", args->junit, "Write JUnit XML here: a testsuite per pass, a testcase per check");
+  cmd->add_option("--fuzz-seconds", args->fuzz_seconds, "Fuzz budget per pass (fixed seed and a fresh seed); 0: no fuzzing")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--mutant-seconds", args->mutant_seconds,
+                  "Budget per mutant the text cases and properties did not catch, on generated cases; 0: none")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "The fixed fuzz seed")->capture_default_str();
+  cmd->add_option("--jobs", args->jobs, "Fuzz cases run in parallel")->check(CLI::Range(1, campaign::kMaxJobs))
+      ->capture_default_str();
+  cmd->add_option("--out", args->out, "Directory of the fuzz repro files")->capture_default_str();
+  cmd->add_option("--models", args->models, "Traced subjects the properties run on (default: all)")->delimiter(',');
+  cmd->add_option("--report", args->report, "Write an HTML report of the gate's selection and checks here (docs/reports.md)");
+  cmd->add_option("--mutant-as-pass", args->mutant_as_pass,
+                  "Check a known-buggy pass under its real pass's name (shows the gate failing)");
+  return [args, cmd]() -> std::optional<int> {
+    if (!cmd->parsed()) return std::nullopt;
+    return run_gate_command(*args);
+  };
+}
+
+}  // namespace passcheck::cli

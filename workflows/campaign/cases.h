@@ -1,0 +1,53 @@
+// The cases of a fuzz campaign: which pipeline a case runs, where its graph comes from
+// (the program generator, the cleanup situations generator or the debug models), and
+// what the case process does (write the pending repro, run the property checks, finish
+// the repro on a violation). Used by run_campaign() and by `passcheck repro` for chunk
+// cases.
+#pragma once
+
+#include "workflows/campaign/campaign.h"
+#include "framework/check/pass.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace passcheck::ir {
+class Graph;
+}
+namespace passcheck::check {
+struct Repro;
+}
+
+namespace passcheck::campaign {
+
+/// The chunk and concretize passes a chunk-mode pipeline names; std::invalid_argument
+/// when it does not name exactly those two, without options.
+std::pair<std::string, std::string> chunk_passes_of(const std::string& pipeline, const check::PassRegistry& registry);
+
+/// What a case process reports through its exit status.
+enum CaseExit : int { kCasePassed = 0, kCaseViolated = 1, kCaseBaselineFailsToo = 4 };
+
+/// One case to run in a case process.
+struct CaseSpec {
+  int64_t index = 0;
+  uint64_t seed = 0;
+  CaseKind kind = CaseKind::Graph;
+  std::string pipeline;
+  std::string baseline;       ///< "" unless differential mode
+  std::string repro_path;     ///< claimed by the parent; the pending repro goes here
+  std::string coverage_path;  ///< the case's decision counts go here
+};
+
+/// The body of a case process: writes the pending repro before any pass runs, runs the
+/// checks, completes the repro on a violation. Returns a CaseExit.
+int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry);
+
+/// Replays a sim-mesh repro (check::Repro::is_sim_mesh_case): the graph through the repro's
+/// pipeline, its claims proved, and the result against the original bit for bit on every
+/// rank of the mesh. Returns the violations (empty: it passes).
+std::vector<std::string> replay_sim_mesh_case(const check::Repro& repro, const check::PassRegistry& registry);
+
+}  // namespace passcheck::campaign

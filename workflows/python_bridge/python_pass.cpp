@@ -1,0 +1,504 @@
+// The "python" pass (python_pass.h). Each run is one worker: the graph goes out as a
+// Python file, the result comes back as graph text, and the worker's exit status says
+// whose fault a failure is (worker_failure). The worker is a fork of the campaign's
+// server (PythonServer, over a Unix socket) when there is one, else a process of its
+// own; either dies with its case (the fork on the socket's hang-up, the process by
+// PR_SET_PDEATHSIG), so a fuzz case that times out leaves no Python behind.
+#include "workflows/python_bridge/python_pass.h"
+
+#include "framework/check/isolation.h"
+#include "framework/check/pipeline.h"
+#include "workflows/python_bridge/python_writer.h"
+#include "framework/io/files.h"
+#include "framework/ir/text.h"
+#include "passes/partition/save_all.h"
+
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <thread>
+
+
+namespace passcheck::python_bridge {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Where case processes find the campaign's fork server (PythonServer).
+constexpr const char* kServerEnv = "PASSCHECK_PYTHON_SERVER";
+
+// The worker's exit statuses (python/passcheck_fx/pass_worker.py); kWorkerVanished: a
+// server's fork that hung up without an answer (it crashed).
+enum WorkerExit : int {
+  kWorkerOk = 0,
+  kWorkerBadSpec = 2,
+  kWorkerPassRaised = 3,
+  kWorkerBadResult = 4,
+  kWorkerBadGraph = 5,
+  kWorkerVanished = 1000
+};
+
+// The interpreter that runs Python passes: PASSCHECK_PYTHON in the environment, else
+// `python3` on PATH (an activated virtual environment's). Its torch must be the release
+// this binary's LibTorch is, for graphs to mean the same operators.
+std::string python_interpreter() {
+  const char* v = std::getenv("PASSCHECK_PYTHON");
+  return v && *v ? v : "python3";
+}
+
+// The directory holding passcheck_fx: PASSCHECK_PYTHON_DIR in the environment, else
+// share/passcheck/python next to the binary's bin/ (where `cmake --install` puts it, and
+// where the build tree links the source's python/), so an installed passcheck needs no
+// checkout.
+std::string passcheck_python_dir() {
+  if (const char* v = std::getenv("PASSCHECK_PYTHON_DIR"); v && *v) return v;
+  std::error_code error;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  const fs::path dir = exe.parent_path().parent_path() / "share" / "passcheck" / "python";
+  if (!error && fs::is_regular_file(dir / "passcheck_fx" / "__init__.py", error)) return dir.string();
+  throw std::invalid_argument("the Python package passcheck_fx is not in " + dir.string() +
+                              " (installed beside this binary by `cmake --install`); set PASSCHECK_PYTHON_DIR to "
+                              "the directory that holds it");
+}
+
+struct WorkerRun {
+  check::ChildOutcome outcome;
+  std::string log;  ///< the worker's stdout and stderr
+};
+
+// A scratch directory removed when it goes out of scope.
+struct ScratchDir {
+  fs::path path;
+  ScratchDir() {
+    std::string pattern = (fs::temp_directory_path() / "passcheck-python-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw io::FileError("cannot create a scratch directory under " + pattern);
+    path = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+// Starts `python -m passcheck_fx.pass_worker ARGS` with its output in `log_path`;
+// returns its pid (-1 when fork fails). The worker dies with this process.
+pid_t spawn_worker(std::vector<std::string> args, const std::string& python_path, const fs::path& log_path) {
+  std::string pythonpath = passcheck_python_dir();
+  if (!python_path.empty()) pythonpath = python_path + ":" + pythonpath;
+  if (const char* inherited = std::getenv("PYTHONPATH"); inherited && *inherited) pythonpath += std::string(":") + inherited;
+  args.insert(args.begin(), {python_interpreter(), "-m", "passcheck_fx.pass_worker"});
+  const pid_t parent = ::getpid();
+  return check::spawn_child([&]() -> int {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) return 127;
+    FILE* log = std::fopen(log_path.c_str(), "w");
+    if (!log) return 127;
+    ::dup2(fileno(log), 1);
+    ::dup2(fileno(log), 2);
+    ::setenv("PYTHONPATH", pythonpath.c_str(), 1);
+    ::setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", argv[0], std::strerror(errno));
+    return 127;
+  });
+}
+
+std::string read_log(const fs::path& log_path) {
+  try {
+    return io::read_file(log_path.string(), "Python worker log");
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+WorkerRun run_worker(std::vector<std::string> args, const std::string& python_path, const fs::path& log_path,
+                     int64_t timeout_ms) {
+  pid_t pid = spawn_worker(std::move(args), python_path, log_path);
+  WorkerRun run;
+  if (pid < 0) {
+    run.outcome.kind = check::ChildOutcome::Kind::ForkFailed;
+    return run;
+  }
+  auto start = std::chrono::steady_clock::now();
+  while (!check::poll_child(pid, run.outcome)) {
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    if (timeout_ms > 0 && elapsed.count() > timeout_ms) {
+      check::kill_child(pid);
+      run.outcome.kind = check::ChildOutcome::Kind::TimedOut;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  run.log = read_log(log_path);
+  return run;
+}
+
+// One request to the campaign's fork server (PythonServer); nullopt when it cannot be
+// reached (the caller then starts a worker of its own).
+std::optional<WorkerRun> run_via_server(const std::string& socket_path, const nlohmann::json& request,
+                                        const fs::path& log_path, int64_t timeout_ms) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof addr.sun_path) return std::nullopt;
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  const std::string line = request.dump() + "\n";
+  for (size_t sent = 0; sent < line.size();) {
+    ssize_t n = ::send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  WorkerRun run;
+  std::string reply;
+  auto start = std::chrono::steady_clock::now();
+  bool timed_out = false;
+  while (reply.find('\n') == std::string::npos) {
+    int64_t left = 200;
+    if (timeout_ms > 0) {
+      auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      left = timeout_ms - elapsed.count();
+      if (left <= 0) {
+        timed_out = true;
+        break;
+      }
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 200))) <= 0) continue;
+    char buf[64];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;  // the server's child died without answering
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);  // a child still running sees the hang-up and exits
+  if (timed_out) {
+    run.outcome.kind = check::ChildOutcome::Kind::TimedOut;
+  } else if (reply.find('\n') == std::string::npos) {
+    run.outcome.exit_code = kWorkerVanished;
+  } else {
+    run.outcome.exit_code = std::atoi(reply.c_str());
+  }
+  run.log = read_log(log_path);
+  return run;
+}
+
+// The last lines of the worker's output, indented, for a failure message.
+std::string log_tail(const std::string& log) {
+  size_t start = log.size(), lines = 0;
+  while (start > 0 && lines < 12) {
+    start = log.rfind('\n', start - 1);
+    if (start == std::string::npos) {
+      start = 0;
+      break;
+    }
+    ++lines;
+  }
+  std::string tail = log.substr(start);
+  while (!tail.empty() && (tail.front() == '\n')) tail.erase(0, 1);
+  while (!tail.empty() && (tail.back() == '\n')) tail.pop_back();
+  if (tail.empty()) return "";
+  std::string out;
+  size_t pos = 0;
+  while (pos <= tail.size()) {
+    size_t end = tail.find('\n', pos);
+    if (end == std::string::npos) end = tail.size();
+    out += "\n    " + tail.substr(pos, end - pos);
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::string worker_failure(const std::string& spec, const WorkerRun& run, int64_t timeout_ms) {
+  const check::ChildOutcome& o = run.outcome;
+  std::string what;
+  if (o.kind != check::ChildOutcome::Kind::Exited) {
+    what = "the Python worker " + o.describe(timeout_ms);
+  } else {
+    switch (o.exit_code) {
+      case kWorkerBadSpec: what = "cannot import the Python pass"; break;
+      case kWorkerPassRaised: what = "the Python pass raised an exception"; break;
+      case kWorkerBadResult: what = "the Python pass's result cannot be exported back to passcheck"; break;
+      case kWorkerBadGraph: what = "the Python worker could not rebuild the graph"; break;
+      case 127: what = "cannot start the Python worker (" + python_interpreter() + ")"; break;
+      case kWorkerVanished: what = "the Python worker died without an answer"; break;
+      default: what = "the Python worker ended with " + o.describe(timeout_ms);
+    }
+  }
+  return "python pass " + spec + ": " + what + log_tail(run.log);
+}
+
+// Replaces `graph`'s nodes and outputs with those of `result`, whose inputs must be
+// `graph`'s in kind and type, position by position (a pass rewrites the computation,
+// never the signature).
+void adopt_result(ir::Graph& graph, const ir::Graph& result, const std::string& spec) {
+  if (result.inputs().size() != graph.inputs().size())
+    throw std::runtime_error("python pass " + spec + " returned a graph with " + std::to_string(result.inputs().size()) +
+                             " inputs; the graph has " + std::to_string(graph.inputs().size()));
+  std::map<const ir::Value*, ir::Value*> map;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const ir::Value* got = result.inputs()[i];
+    ir::Value* want = graph.inputs()[i];
+    // Names may differ (an exporter may spell "fc1.weight" as fx's "fc1_weight"): inputs
+    // match by position, and the graph keeps its own names.
+    if (got->role() != want->role() || ir::print_type(*got) != ir::print_type(*want))
+      throw std::runtime_error("python pass " + spec + " changed input " + std::to_string(i) + ": " +
+                               ir::to_string(want->role()) + " %" + want->name() + " : " + ir::print_type(*want) +
+                               " came back as " + ir::to_string(got->role()) + " %" + got->name() + " : " +
+                               ir::print_type(*got));
+    map[got] = want;
+  }
+  std::vector<ir::Node*> old_nodes = graph.node_list();
+  std::vector<std::pair<ir::Value*, std::string>> names;
+  for (const ir::Node* node : result.nodes()) {
+    ir::Node* copy = graph.clone_node(*node, [&](ir::Value* v) { return map.at(v); });
+    for (size_t i = 0; i < node->num_outputs(); ++i) {
+      map[node->output(i)] = copy->output(i);
+      names.emplace_back(copy->output(i), node->output(i)->name());
+    }
+  }
+  const size_t old_outputs = graph.outputs().size();
+  for (size_t i = 0; i < result.outputs().size(); ++i) {
+    if (i < old_outputs) graph.set_output(i, map.at(result.outputs()[i]));
+    else graph.add_output(map.at(result.outputs()[i]));
+  }
+  if (result.outputs().size() != old_outputs)
+    throw std::runtime_error("python pass " + spec + " returned " + std::to_string(result.outputs().size()) +
+                             " outputs; the graph has " + std::to_string(old_outputs));
+  for (auto it = old_nodes.rbegin(); it != old_nodes.rend(); ++it) graph.erase(*it);
+  for (auto& [value, name] : names)
+    if (value->name() != name) graph.rename(value, name);
+}
+
+// Runs the Python pass of `options` on `graph` in a worker; returns the text it wrote
+// (graph text, or module text for a partitioner), or nullopt when the graph has no Python
+// form (then `skipped` says why: not the pass's fault, the graph is left alone).
+std::optional<std::string> run_in_worker(const ir::Graph& graph, const check::PassOptions& options,
+                                         check::PassResult& skipped) {
+  const std::string spec = options.get("pass");
+  const int64_t timeout_ms = options.get_int("timeout-ms");
+  ScratchDir scratch;
+  const fs::path case_py = scratch.path / "case.py", after = scratch.path / "after.graph",
+                 log = scratch.path / "worker.log";
+  std::string case_text;
+  try {
+    case_text = write_python_graph(graph, "the graph given to python pass " + spec);
+  } catch (const PythonWriteError& e) {
+    // A graph with no Python form (a collective, grouped_mm, a symbolic shape).
+    skipped.stats["graphs_without_python_form"] = 1;
+    skipped.notes.push_back(std::string("not run: ") + e.what());
+    return std::nullopt;
+  }
+  io::write_file(case_py.string(), case_text, "Python case file");
+  std::optional<WorkerRun> served;
+  if (const char* server = std::getenv(kServerEnv); server && *server) {
+    nlohmann::json request = {{"pass", spec}, {"path", options.get("path")}, {"graph", case_py.string()},
+                              {"out", after.string()}, {"log", log.string()}};
+    served = run_via_server(server, request, log, timeout_ms);
+  }
+  WorkerRun run = served ? *served
+                         : run_worker({"--pass", spec, "--graph", case_py.string(), "--out", after.string()},
+                                      options.get("path"), log, timeout_ms);
+  if (run.outcome.kind != check::ChildOutcome::Kind::Exited || run.outcome.exit_code != kWorkerOk)
+    throw std::runtime_error(worker_failure(spec, run, timeout_ms));
+  return io::read_file(after.string(), "Python pass result");
+}
+
+check::PassResult run_python_pass(ir::Graph& graph, const check::PassOptions& options) {
+  const std::string spec = options.get("pass");
+  check::PassResult out;
+  std::optional<std::string> text = run_in_worker(graph, options, out);
+  if (!text) return out;
+  std::unique_ptr<ir::Graph> result;
+  try {
+    result = ir::parse_graph(*text, "the graph python pass " + spec + " returned");
+  } catch (const std::exception& e) {
+    throw std::runtime_error("python pass " + spec + ": its exported result does not parse: " + e.what());
+  }
+  const uint64_t before = graph.hash();
+  adopt_result(graph, *result, spec);
+  out.changed = graph.hash() != before;
+  out.stats["nodes_after"] = static_cast<int64_t>(graph.num_nodes());
+  return out;
+}
+
+// The module a Python partitioner returned must take the joint's inputs (by position,
+// kind and type: an exporter may respell names) and return as many results.
+void check_partitioned_signature(const ir::Graph& joint, const ir::Module& module, const std::string& spec) {
+  const std::string who = "python partitioner " + spec;
+  if (module.input_names.size() != joint.inputs().size())
+    throw std::runtime_error(who + " returned a module with " + std::to_string(module.input_names.size()) +
+                             " inputs; the joint graph has " + std::to_string(joint.inputs().size()));
+  if (module.outputs.size() != joint.outputs().size())
+    throw std::runtime_error(who + " returned a module with " + std::to_string(module.outputs.size()) +
+                             " results; the joint graph has " + std::to_string(joint.outputs().size()));
+  for (const ir::ModulePart& part : module.parts) {
+    for (size_t i = 0; i < part.graph->inputs().size(); ++i) {
+      if (part.input_sources.at(i)) continue;  // linked to an earlier part: the verifier checks it
+      const ir::Value* got = part.graph->inputs()[i];
+      auto at = std::find(module.input_names.begin(), module.input_names.end(), got->name());
+      if (at == module.input_names.end()) continue;  // parse_module already refuses this
+      const ir::Value* want = joint.inputs()[static_cast<size_t>(at - module.input_names.begin())];
+      if (got->role() != want->role() || ir::print_type(*got) != ir::print_type(*want))
+        throw std::runtime_error(who + " changed input " + std::to_string(at - module.input_names.begin()) + ": " +
+                                 ir::to_string(want->role()) + " %" + want->name() + " : " + ir::print_type(*want) +
+                                 " came back as " + ir::to_string(got->role()) + " %" + got->name() + " : " +
+                                 ir::print_type(*got) + " in part " + part.name);
+    }
+  }
+}
+
+check::PassResult run_python_partitioner(ir::Module& module, const check::PassOptions& options) {
+  const std::string spec = options.get("pass");
+  const ir::Graph& joint = passes::single_joint_part(module, "python-partitioner");
+  check::PassResult out;
+  std::optional<std::string> text = run_in_worker(joint, options, out);
+  if (!text) return out;
+  ir::Module result;
+  try {
+    result = ir::parse_module(*text, "the module python partitioner " + spec + " returned");
+  } catch (const std::exception& e) {
+    throw std::runtime_error("python partitioner " + spec + ": its exported result does not parse: " + e.what());
+  }
+  check_partitioned_signature(joint, result, spec);
+  module = std::move(result);
+  out.changed = true;
+  out.stats["parts"] = static_cast<int64_t>(module.parts.size());
+  if (module.parts.size() > 1) out.stats["saved_bytes"] = module.linked_bytes(0);
+  return out;
+}
+
+void check_spec_syntax(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size() || spec.find(':', colon + 1) != std::string::npos)
+    throw std::invalid_argument("python pass '" + spec + "': expected MODULE:FUNCTION (e.g. my_passes:dce)");
+}
+
+}  // namespace
+
+void register_python_pass(check::PassRegistry& registry) {
+  check::PassInfo info(
+      "python",
+      "A Python pass (MODULE:FUNCTION over a torch.fx GraphModule) run in a worker process; passcheck fuzz --python-pass",
+      {
+          {"pass", "MODULE:FUNCTION of the Python pass", "", {}, check_spec_syntax},
+          {"path", "Directory added to the worker's import path (absolute)", "", {}, nullptr},
+          {"timeout-ms", "Kill the worker after this long", "60000", {}, check::option_checks::integer_in(1, 3600000)},
+      },
+      check::NumericsEffect::Preserves, /*idempotent=*/false);
+  registry.add(info, run_python_pass);
+  // The same worker for a pass marked passcheck_fx.partitioner: it returns a module.
+  check::PassInfo partitioner(kPythonPartitionerPass,
+                              "A Python partitioner (MODULE:FUNCTION marked passcheck_fx.partitioner: the joint graph as "
+                              "a torch.fx GraphModule in, a forward and a backward part out) run in a worker process",
+                              info.options, check::NumericsEffect::Preserves, /*idempotent=*/false);
+  registry.add_module_pass(std::move(partitioner), run_python_partitioner);
+}
+
+std::string python_pass_pipeline(const std::string& spec, const std::string& python_path, bool partitioner) {
+  check_spec_syntax(spec);
+  std::string path;
+  if (!python_path.empty()) {
+    if (!fs::is_directory(python_path))
+      throw std::invalid_argument("--python-path '" + python_path + "' is not a directory");
+    path = fs::absolute(python_path).lexically_normal().string();
+  }
+  check::PassInvocation inv;
+  inv.name = partitioner ? kPythonPartitionerPass : "python";
+  inv.options["pass"] = spec;
+  if (!path.empty()) inv.options["path"] = path;
+  return inv.str();
+}
+
+bool check_python_pass(const std::string& spec, const std::string& python_path) {
+  check_spec_syntax(spec);
+  ScratchDir scratch;
+  WorkerRun run = run_worker({"--pass", spec, "--check"}, python_path, scratch.path / "worker.log", 60000);
+  if (run.outcome.kind == check::ChildOutcome::Kind::Exited && run.outcome.exit_code == kWorkerOk)
+    return run.log.find("passcheck-pass-kind: partitioner") != std::string::npos;
+  throw std::invalid_argument(worker_failure(spec, run, 60000));
+}
+
+PythonServer::PythonServer(const std::string& spec, const std::string& python_path) {
+  // Under /tmp, not $TMPDIR: a Unix socket path must fit in 108 bytes.
+  char pattern[] = "/tmp/passcheck-pyserver-XXXXXX";
+  if (!::mkdtemp(pattern)) return;
+  dir_ = pattern;
+  const std::string socket_path = dir_ + "/s";
+  pid_ = spawn_worker({"--pass", spec, "--serve", socket_path}, python_path, fs::path(dir_) / "server.log");
+  if (pid_ < 0) return;
+  // Ready when the socket appears; a server that exits or takes over a minute is not
+  // used (each case then starts its own worker, which reports the problem).
+  auto start = std::chrono::steady_clock::now();
+  check::ChildOutcome ended;
+  while (!fs::exists(socket_path)) {
+    const bool exited = check::poll_child(pid_, ended);  // reaped: never signal it again
+    if (exited || std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+      if (!exited) check::kill_child(pid_);
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::setenv(kServerEnv, socket_path.c_str(), 1);
+}
+
+PythonServer::~PythonServer() {
+  if (pid_ > 0) {
+    ::unsetenv(kServerEnv);
+    check::kill_child(pid_);
+  }
+  std::error_code ignored;
+  if (!dir_.empty()) fs::remove_all(dir_, ignored);
+}
+
+namespace {
+
+// The first Python pass `pipeline` runs: (MODULE:FUNCTION, path); nullopt when none.
+std::optional<std::pair<std::string, std::string>> python_pass_of(const std::string& pipeline,
+                                                                  const check::PassRegistry& registry) {
+  for (const check::PassInvocation& inv : check::parse_pipeline(pipeline, registry)) {
+    if (inv.name != "python" && inv.name != kPythonPartitionerPass) continue;
+    check::PassOptions options(registry.get(inv.name).info, inv.options);
+    return std::make_pair(options.get("pass"), options.get("path"));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, const check::PassRegistry& registry) {
+  auto pass = python_pass_of(pipeline, registry);
+  if (!pass) return nullptr;
+  auto server = std::make_unique<PythonServer>(pass->first, pass->second);
+  if (!server->running()) check_python_pass(pass->first, pass->second);  // say why: exit 2
+  return server;
+}
+
+void check_python_passes_of(const std::string& pipeline, const check::PassRegistry& registry) {
+  if (auto pass = python_pass_of(pipeline, registry)) check_python_pass(pass->first, pass->second);
+}
+
+}  // namespace passcheck::python_bridge
