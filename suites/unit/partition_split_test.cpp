@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 
 namespace passcheck {
 namespace {
@@ -72,13 +73,20 @@ TEST_P(SplitModels, EverySavedSetRunsLikeTheJointGraph) {
   // A value the backward reads that cannot be recomputed: its producer, or a node it
   // depends on in the forward, is random or writes in place (dropout's mask, and its
   // scaled copy).
+  std::map<const ir::Value*, bool> memo;  // the forward is a DAG: each value decided once
   std::function<bool(const ir::Value*)> unrecomputable = [&](const ir::Value* v) {
+    if (auto it = memo.find(v); it != memo.end()) return it->second;
     const ir::Node* p = v->producer();
-    if (!p) return false;
-    if (passes::unsafe_to_recompute(*p)) return true;
-    for (const ir::Value* in : p->operands())
-      if (unrecomputable(in)) return true;
-    return false;
+    bool result = false;
+    if (p && passes::unsafe_to_recompute(*p)) result = true;
+    if (p && !result)
+      for (const ir::Value* in : p->operands())
+        if (unrecomputable(in)) {
+          result = true;
+          break;
+        }
+    memo[v] = result;
+    return result;
   };
   std::vector<const ir::Value*> random_only;
   for (const ir::Value* v : everything)

@@ -161,7 +161,7 @@ TEST(Tracer, InPlaceUpdatesOfPrivateTemporariesAreRecordedFunctionally) {
   std::map<std::string, int> ops = ops_of({});
   EXPECT_EQ(ops["aten::add.Scalar"], 1);
   EXPECT_EQ(ops["aten::add_.Scalar"], 0);
-  EXPECT_EQ(ops["aten::mul_.Scalar"], 1);
+  EXPECT_EQ(ops["aten::mul_.Scalar"], 2);  // the shared temporary and the input
   EXPECT_EQ(ops["aten::add_.Tensor"], 1);
   EXPECT_EQ(ops["aten::sub_.Scalar"], 1);
   EXPECT_EQ(ops["aten::sub.Scalar"], 0);
