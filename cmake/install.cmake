@@ -12,7 +12,7 @@ set(PASSCHECK_EXPORTED_LIBRARIES
   passcheck_dist:dist passcheck_trace:trace passcheck_check:check passcheck_report:report passcheck_graph_tools:graph_tools
   passcheck_oracles:oracles passcheck_passes:passes passcheck_generators:generators
   passcheck_campaign:campaign passcheck_mutants:mutants passcheck_python_bridge:python_bridge passcheck_gate:gate
-  passcheck_bench:bench)
+  passcheck_bench:bench passcheck_distributed:distributed)
 if(TARGET passcheck_test_support)
   list(APPEND PASSCHECK_EXPORTED_LIBRARIES passcheck_test_support:test_support)
 endif()

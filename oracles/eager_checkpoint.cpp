@@ -15,6 +15,8 @@
 //   belonged to the out-of-tree torchdistx), so the hook is registered on first use.
 #include "oracles/eager_checkpoint.h"
 
+#include "framework/check/pipeline.h"
+
 #include "framework/trace/dispatch_rules.h"
 #include "framework/trace/module_scope.h"
 
@@ -654,6 +656,45 @@ EagerCheckpointStats EagerCheckpointGuard::stats() const {
   std::lock_guard<std::mutex> lock(*state_->stats_mutex);
   for (const auto& r : state_->regions) out.regions.push_back(*r);
   return out;
+}
+
+// The eager oracle's checkpointing: "none", a policy name, or "auto" (mirror the AC
+// passes of the pipeline: sac-tag's policy and selectors, or apply-ac's mode).
+std::optional<EagerCheckpointConfig> eager_checkpoint_for(const std::string& choice,
+                                                          const std::optional<check::Pipeline>& pipeline,
+                                                          const check::PassRegistry& registry) {
+  if (choice == "none") return std::nullopt;
+  EagerCheckpointConfig config;
+  if (choice != "auto") {
+    config.policy = check::parse_ac_policy(choice);
+    return config;
+  }
+  if (!pipeline) return std::nullopt;
+  for (const check::PassInvocation& pass : pipeline->passes()) {
+    check::PassOptions options(registry.get(pass.name).info, pass.options);
+    if (pass.name == "sac-tag") {
+      config.policy = check::parse_ac_policy(options.get("policy"));
+      for (const auto& selector : options.get_list("selectors")) config.selectors.push_back(check::OpSelector::parse(selector));
+      return config;
+    }
+    if (pass.name == "apply-ac") {
+      const std::string& option = options.get("option");
+      if (options.get("mode") == "selective" && option == "op") {
+        config.policy = check::AcPolicyKind::Op;
+        return config;
+      }
+      config.policy = check::AcPolicyKind::Full;
+      if (options.get("mode") == "selective") {
+        int64_t every = options.get_int("option");
+        if (every > 1)
+          config.is_region = [every](const std::string& fqn) {
+            return is_layer_region(fqn) && *check::layer_of(fqn) % every == 0;
+          };
+      }
+      return config;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace passcheck::oracles

@@ -18,8 +18,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+namespace passcheck::check {
+class Pipeline;
+class PassRegistry;
+}
 
 namespace torch::nn {
 class Module;
@@ -99,5 +105,13 @@ class EagerCheckpointGuard {
   std::shared_ptr<State> state_;
   std::unique_ptr<trace::ModuleInterceptorGuard> interceptor_;
 };
+
+/// The checkpointing the eager oracle applies for a run: "none", a policy name
+/// (default, eager, full, op), or "auto": mirror the AC passes of `pipeline` (sac-tag's
+/// policy and selectors, or apply-ac's mode; their options read with `registry`'s
+/// declarations), none when it has neither.
+std::optional<EagerCheckpointConfig> eager_checkpoint_for(const std::string& choice,
+                                                          const std::optional<check::Pipeline>& pipeline,
+                                                          const check::PassRegistry& registry);
 
 }  // namespace passcheck::oracles

@@ -214,44 +214,6 @@ std::string format_pass_table(const std::vector<check::PassRecord>& records,
 
 }  // namespace
 
-// The eager oracle's checkpointing: "none", a policy name, or "auto" (mirror the AC
-// passes of the pipeline: sac-tag's policy and selectors, or apply-ac's mode).
-std::optional<oracles::EagerCheckpointConfig> eager_checkpoint_for(const std::string& choice,
-                                                                    const std::optional<check::Pipeline>& pipeline) {
-  if (choice == "none") return std::nullopt;
-  oracles::EagerCheckpointConfig config;
-  if (choice != "auto") {
-    config.policy = check::parse_ac_policy(choice);
-    return config;
-  }
-  if (!pipeline) return std::nullopt;
-  for (const check::PassInvocation& pass : pipeline->passes()) {
-    check::PassOptions options(check::PassRegistry::global().get(pass.name).info, pass.options);
-    if (pass.name == "sac-tag") {
-      config.policy = check::parse_ac_policy(options.get("policy"));
-      for (const auto& selector : options.get_list("selectors")) config.selectors.push_back(check::OpSelector::parse(selector));
-      return config;
-    }
-    if (pass.name == "apply-ac") {
-      const std::string& option = options.get("option");
-      if (options.get("mode") == "selective" && option == "op") {
-        config.policy = check::AcPolicyKind::Op;
-        return config;
-      }
-      config.policy = check::AcPolicyKind::Full;
-      if (options.get("mode") == "selective") {
-        int64_t every = options.get_int("option");
-        if (every > 1)
-          config.is_region = [every](const std::string& fqn) {
-            return oracles::is_layer_region(fqn) && *check::layer_of(fqn) % every == 0;
-          };
-      }
-      return config;
-    }
-  }
-  return std::nullopt;
-}
-
 int run_check(const CheckArgs& args) {
   if (!args.parallel.empty() || !args.mesh.empty()) {
     if (!args.report.empty())
@@ -281,7 +243,7 @@ int run_check(const CheckArgs& args) {
       if (!pipeline) throw std::invalid_argument("--dump-dir needs --pipeline (it holds the graph before and after each pass)");
       io::ensure_directory(args.dump_dir, "--dump-dir");
     }
-    options.eager_checkpoint = eager_checkpoint_for(args.eager_ac, pipeline);
+    options.eager_checkpoint = eager_checkpoint_for(args.eager_ac, pipeline, check::PassRegistry::global());
     std::vector<check::PassRecord> records;
     std::vector<check::MemoryEstimate> estimates;
     size_t traced_nodes = 0;

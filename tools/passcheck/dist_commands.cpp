@@ -19,6 +19,7 @@
 #include "oracles/models/subject.h"
 #include "oracles/placements.h"
 #include "oracles/training_driver.h"
+#include "workflows/distributed/rank_check.h"
 
 #include <ATen/Parallel.h>
 
@@ -39,25 +40,8 @@ namespace passcheck::cli {
 
 namespace {
 
-/// What one rank's check produced.
-struct RankCheck {
-  int64_t rank = 0;
-  bool ran = false;
-  oracles::DriverReport report;
-  size_t traced_nodes = 0;
-  oracles::CollectiveCounts collectives;
-  /// With --pipeline: nodes and collectives after it (over every part of a partitioned
-  /// module) and the bytes the forward part saves for the backward (0 without a partition).
-  std::optional<size_t> nodes_after;
-  oracles::CollectiveCounts collectives_after;
-  int64_t saved_bytes = 0;
-  std::string error;
-  /// Rank 0's sharded-vs-single-rank comparison, when asked for.
-  std::optional<oracles::ShardedComparison> single_rank;
-  bool equal() const {
-    return ran && error.empty() && report.equal() && (!single_rank || single_rank->parameters.empty() || single_rank->ok());
-  }
-};
+using distributed::RankBench;
+using distributed::RankCheck;
 
 models::SubjectOptions subject_options(const CheckArgs& args) {
   models::SubjectOptions options;
@@ -82,58 +66,21 @@ std::map<std::string, std::vector<std::string>> meta_placements(const std::strin
   return models::make_subject(model, options)->placements();
 }
 
-RankCheck check_rank(const CheckArgs& args, const dist::DeviceMesh& mesh, int64_t rank) {
-  RankCheck result;
-  result.rank = rank;
-  oracles::DriverOptions options;
-  options.model = args.model;
-  options.steps = args.steps;
-  options.optimizer = oracles::parse_optimizer(args.optimizer);
-  options.learning_rate = args.learning_rate;
-  options.subject = subject_options(args);
+// The rank check of `passcheck check --parallel` (workflows/distributed/rank_check.h).
+RankCheck check_rank(const CheckArgs& args, int64_t rank) {
+  distributed::RankCheckOptions options;
+  options.driver.model = args.model;
+  options.driver.steps = args.steps;
+  options.driver.optimizer = oracles::parse_optimizer(args.optimizer);
+  options.driver.learning_rate = args.learning_rate;
+  options.driver.subject = subject_options(args);
   std::optional<check::Pipeline> pipeline;
   if (!args.pipeline.empty()) pipeline = check::Pipeline::parse(args.pipeline);
-  options.eager_checkpoint = eager_checkpoint_for(args.eager_ac, pipeline);
-  options.transform = [&](trace::TracedProgram& program) {
-    ir::Graph& graph = program.mutable_graph();
-    result.traced_nodes = graph.num_nodes();
-    auto dump = [&](const std::string& stage, const ir::Graph& g) {
-      if (args.dump_dir.empty()) return;
-      io::write_file(args.dump_dir + "/rank" + std::to_string(rank) + "-" + stage + ".graph", g.print(), "rank graph");
-    };
-    dump("traced", graph);
-    if (pipeline)
-      apply_pipeline(program, *pipeline, {}, [&](const ir::Module& module) {
-        result.saved_bytes = module.parts.size() > 1 ? module.linked_bytes(0) : 0;
-        result.nodes_after = module.num_nodes();
-        for (const ir::ModulePart& part : module.parts) {
-          oracles::CollectiveCounts c = oracles::count_collectives(*part.graph);
-          result.collectives_after.all_gather += c.all_gather;
-          result.collectives_after.reduce_scatter += c.reduce_scatter;
-          result.collectives_after.all_reduce += c.all_reduce;
-          result.collectives_after.all_to_all += c.all_to_all;
-          result.collectives_after.wait += c.wait;
-        }
-        if (!args.dump_dir.empty())
-          io::write_file(args.dump_dir + "/rank" + std::to_string(rank) + "-after-pipeline.module", module.print(),
-                         "rank module");
-      });
-    if (pipeline && !program.module()) {
-      dump("after-pipeline", graph);
-      result.nodes_after = graph.num_nodes();
-      result.collectives_after = oracles::count_collectives(graph);
-    }
-  };
-  oracles::RankDriverReport rank_report = oracles::run_rank_traced_vs_eager(options);
-  result.report = std::move(rank_report.driver);
-  result.collectives = rank_report.collectives;
-  if (args.compare_single_rank) {
-    oracles::DriverOptions plain = options;
-    plain.transform = nullptr;
-    result.single_rank = oracles::compare_sharded_with_single_rank(plain);
-  }
-  result.ran = true;
-  return result;
+  options.driver.eager_checkpoint = eager_checkpoint_for(args.eager_ac, pipeline, check::PassRegistry::global());
+  options.pipeline = args.pipeline;
+  options.dump_dir = args.dump_dir;
+  options.compare_single_rank = args.compare_single_rank;
+  return distributed::check_rank(options, rank);
 }
 
 std::string coordinates_text(const dist::DeviceMesh& mesh, int64_t rank) {
@@ -237,7 +184,7 @@ int run_on_sim(const CheckArgs& args, const dist::DeviceMesh& mesh) {
   int threads = at::get_num_threads();
   at::set_num_threads(1);
   dist::SimWorld world(mesh, options);
-  std::vector<dist::RankOutcome> outcomes = world.run([&](int64_t rank) { ranks[rank] = check_rank(args, mesh, rank); });
+  std::vector<dist::RankOutcome> outcomes = world.run([&](int64_t rank) { ranks[rank] = check_rank(args, rank); });
   at::set_num_threads(threads);
   for (const dist::RankOutcome& o : outcomes) {
     ranks[o.rank].rank = o.rank;
@@ -270,7 +217,7 @@ int run_as_gloo_rank(const CheckArgs& args, const dist::DeviceMesh& mesh) {
   try {
     dist::RankScope scope(
         dist::RankContext{std::make_shared<const dist::DeviceMesh>(mesh), communicator->rank(), communicator.get()});
-    result = check_rank(args, mesh, communicator->rank());
+    result = check_rank(args, communicator->rank());
     communicator->wait_all();
     communicator->mark_stopped("finished its run");
   } catch (const std::exception& e) {
@@ -327,23 +274,6 @@ int launch_gloo_ranks(const CheckArgs& args, const dist::DeviceMesh& mesh) {
 
 // ---- bench ------------------------------------------------------------------------------
 
-using BenchClock = std::chrono::steady_clock;
-
-double ms_since(BenchClock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(BenchClock::now() - t0).count();
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
-}
-
-struct RankBench {
-  double trace_meta_ms = 0;
-  double step_ms = 0;
-  size_t nodes = 0;
-};
-
 models::SubjectOptions bench_subject_options(const BenchArgs& args, bool parallel) {
   models::SubjectOptions options;
   options.batch_size = args.batch_size;
@@ -357,28 +287,9 @@ models::SubjectOptions bench_subject_options(const BenchArgs& args, bool paralle
 }
 
 // Meta-trace time and traced step time (medians) of one rank, or of the unsharded model
-// when `parallel` is false.
+// when `parallel` is false (workflows/distributed/rank_check.h).
 RankBench bench_steps(const BenchArgs& args, bool parallel) {
-  RankBench out;
-  auto subject = models::make_subject(args.model, bench_subject_options(args, parallel));
-  std::vector<c10::IValue> batch = subject->batch(0);
-  std::vector<double> traces, steps;
-  for (int i = 0; i < 3; ++i) {
-    auto t0 = BenchClock::now();
-    trace::TracedProgram p = oracles::trace_subject(*subject, batch, /*on_meta=*/true);
-    traces.push_back(ms_since(t0));
-  }
-  trace::TracedProgram program = oracles::trace_subject(*subject, batch, /*on_meta=*/true);
-  out.nodes = program.graph().num_nodes();
-  for (int i = 0; i < args.warmup + args.repeats; ++i) {
-    auto t0 = BenchClock::now();
-    c10::IValue result = program(batch);
-    if (auto* rank = dist::current_rank_or_null()) rank->communicator->wait_all();
-    if (i >= args.warmup) steps.push_back(ms_since(t0));
-  }
-  out.trace_meta_ms = median_of(traces);
-  out.step_ms = median_of(steps);
-  return out;
+  return distributed::bench_rank_steps(args.model, bench_subject_options(args, parallel), args.warmup, args.repeats);
 }
 
 void print_bench(const BenchArgs& args, const dist::DeviceMesh& mesh, const std::vector<RankBench>& ranks,

@@ -50,7 +50,7 @@ check::PassRegistry make_registry(const std::vector<std::string>& extra) {
   for (const auto& set : extra) {
     if (set == "mutants") mutants::register_all_mutants(registry);
     if (set == "test") mutants::register_test_passes(registry);
-    if (set == kPythonPassSet) python_bridge::register_python_pass(registry);
+    if (set == python_bridge::kPythonPassSet) python_bridge::register_python_pass(registry);
   }
   return registry;
 }
@@ -142,7 +142,7 @@ int run_fuzz(const FuzzArgs& args) {
       // once, so a misspelt pass is exit 2 before any case.
       if (python_bridge::check_python_pass(args.python_pass, args.python_path))
         options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path, /*partitioner=*/true);
-      sets.push_back(kPythonPassSet);
+      sets.push_back(python_bridge::kPythonPassSet);
     } else if (!args.python_path.empty()) {
       throw std::invalid_argument("--python-path needs --python-pass");
     }

@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
                       "Also measure peak memory per AC policy: traced+remat against eager with the same AC");
   bench_cmd->add_flag("--production", bench.production,
                       "Trace the production configurations on meta and time every pass and the default and "
-                      "autoparallel pipelines on them (docs/performance.md, "Production scale")");
+                      "autoparallel pipelines on them (docs/performance.md, \"Production scale\")");
   bench_cmd->add_option("--configs", bench.production_configs,
                         "With --production: MODEL:CONFIG list, e.g. llama3:8b,llama3:405b (default: all)");
   bench_cmd->add_flag("--trace-only", bench.production_trace_only, "With --production: trace only, run no pass");

@@ -46,19 +46,19 @@ std::vector<int64_t> parse_sizes(const std::string& text) {
 int run_pass_scaling_bench(const PassScalingArgs& args, const std::string& json) {
   return guarded("bench", [&] {
     if (!json.empty()) io::check_writable(json, "--json report");
-    scaling::ScalingOptions options;
+    bench::ScalingOptions options;
     options.sizes = parse_sizes(args.sizes);
     options.passes = args.pass_names;
     if (!args.families.empty()) options.families = split_commas(args.families);
     options.max_seconds = args.max_seconds;
     options.joint_layers = args.joint_layers;
     options.progress = &std::cerr;
-    scaling::ScalingReport report = scaling::measure_pass_scaling(options, check::PassRegistry::global());
+    bench::ScalingReport report = bench::measure_pass_scaling(options, check::PassRegistry::global());
     std::cout << "passcheck bench --passes  (passcheck " << PASSCHECK_VERSION << "; CPU seconds per run, best of up to 5 "
               << "runs under 0.5 s; exponent: least-squares slope of log time against log nodes)\n";
-    scaling::print_markdown(report, std::cout);
+    bench::print_markdown(report, std::cout);
     if (!json.empty()) {
-      io::write_file(json, scaling::to_json(report), "--json report");
+      io::write_file(json, bench::to_json(report), "--json report");
       std::cerr << "wrote " << json << "\n";
     }
     return 0;

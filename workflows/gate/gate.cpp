@@ -10,6 +10,7 @@
 #include "workflows/graph_files/text_cases.h"
 #include "framework/io/files.h"
 #include "framework/report/html.h"
+#include "framework/report/report.h"
 #include "oracles/pass_on_models.h"
 #include "oracles/models/subject.h"
 #include "passes/partition/budget_monotonicity.h"
@@ -26,6 +27,12 @@
 #include <sys/wait.h>
 
 namespace passcheck::gate {
+
+using graph_files::case_files;
+using graph_files::case_passes;
+using graph_files::parse_case_file;
+using graph_files::run_text_case;
+using graph_files::TextCase;
 
 namespace fs = std::filesystem;
 
