@@ -34,6 +34,7 @@ endif()
 
 find_package(Torch REQUIRED)
 get_filename_component(PASSCHECK_TORCH_INCLUDE_DIR "${Torch_DIR}/../../../include" ABSOLUTE)
+get_filename_component(PASSCHECK_TORCH_LIB_DIR "${Torch_DIR}/../../../lib" ABSOLUTE)
 if(NOT PASSCHECK_TORCH_VERSION)
   set(PASSCHECK_TORCH_VERSION "${Torch_VERSION}")
 endif()

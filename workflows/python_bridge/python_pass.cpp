@@ -113,7 +113,7 @@ pid_t spawn_worker(std::vector<std::string> args, const std::string& python_path
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
+    ::execvp(argv[0], argv.data());  // "python3" is looked up on PATH
     std::fprintf(stderr, "cannot run %s: %s\n", argv[0], std::strerror(errno));
     return 127;
   });
