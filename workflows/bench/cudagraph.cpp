@@ -2,6 +2,7 @@
 // captured graph; on `replay` (CPU) the wrapper only adds the copies and the output
 // writes, so the figure there is the model's cost, not a speedup.
 #include "workflows/bench/cudagraph.h"
+#include "workflows/bench/timing.h"
 
 #include "framework/check/pipeline.h"
 #include "framework/exec/memory.h"
@@ -19,21 +20,13 @@ namespace passcheck::bench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // One timed call; reading the loss back waits for the device.
 template <class Step>
 double timed(Step&& step) {
   auto t0 = Clock::now();
   std::vector<at::Tensor> out = step();
   (void)out.at(0).to(at::kCPU);
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+  return seconds_since(t0);
 }
 
 }  // namespace
@@ -74,9 +67,9 @@ CudagraphBenchResult measure_cudagraph_step(const CudagraphBenchOptions& o) {
     captured_times.push_back(c);
   }
   result.captured_stats = captured.last_module_stats();
-  result.eager_s = median_of(eager_times);
-  result.traced_s = median_of(plain_times);
-  result.captured_s = median_of(captured_times);
+  result.eager_s = median(eager_times);
+  result.traced_s = median(plain_times);
+  result.captured_s = median(captured_times);
   return result;
 }
 

@@ -1,6 +1,7 @@
 // Pass scaling measurements (pass_scaling.h): graph families sized by node count, each
 // pass timed on a fresh copy after the passes it needs (untimed), and the exponent fit.
 #include "workflows/bench/pass_scaling.h"
+#include "workflows/bench/timing.h"
 
 #include "framework/check/pipeline.h"
 #include "framework/check/verifier.h"
@@ -27,10 +28,6 @@
 namespace passcheck::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Timings are CPU time of the process, not wall time: on a machine shared with other
 // jobs, wall time charges a run for the time it waited for a core, and a single run of a

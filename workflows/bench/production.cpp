@@ -9,6 +9,7 @@
 // crash is reported instead of ending the bench, and the child's own peak RSS is
 // measured. Nothing runs any kernel: every tensor is on meta.
 #include "workflows/bench/production.h"
+#include "workflows/bench/timing.h"
 
 #include "framework/check/pipeline.h"
 #include "framework/dist/mesh.h"
@@ -40,10 +41,6 @@
 namespace passcheck::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
 // The process's peak resident set (VmHWM) in MiB; reset_peak_rss() restarts it where the
 // kernel allows (/proc/self/clear_refs "5"), so each configuration gets its own peak.

@@ -1,5 +1,6 @@
 // See training_step.h.
 #include "workflows/bench/training_step.h"
+#include "workflows/bench/timing.h"
 
 #include "framework/check/pipeline.h"
 #include "framework/exec/executor.h"
@@ -13,19 +14,6 @@
 
 namespace passcheck::bench {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
 
 TrainingStepFigures measure_training_step(const std::string& model, const models::SubjectOptions& subject_options,
                                           int warmup, int repeats) {

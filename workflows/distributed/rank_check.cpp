@@ -1,5 +1,6 @@
 // See rank_check.h.
 #include "workflows/distributed/rank_check.h"
+#include "workflows/bench/timing.h"
 
 #include "framework/check/pipeline.h"
 #include "framework/dist/communicator.h"
@@ -14,18 +15,10 @@
 
 namespace passcheck::distributed {
 
-namespace {
+using bench::Clock;
+using bench::median;
+using bench::ms_since;
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
-}
-
-}  // namespace
 
 RankCheck check_rank(const RankCheckOptions& given, int64_t rank) {
   RankCheck result;
@@ -95,8 +88,8 @@ RankBench bench_rank_steps(const std::string& model, const models::SubjectOption
     if (auto* rank = dist::current_rank_or_null()) rank->communicator->wait_all();
     if (i >= warmup) steps.push_back(ms_since(t0));
   }
-  out.trace_meta_ms = median_of(traces);
-  out.step_ms = median_of(steps);
+  out.trace_meta_ms = median(traces);
+  out.step_ms = median(steps);
   return out;
 }
 
