@@ -56,6 +56,9 @@ rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip==26.3
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --only-binary=:all: -r ci/requirements.txt
-"$VENV/bin/python" -m pip check
+# Every installed package's dependencies present, except the three of torchtitan's that
+# graph_trainer never imports (ci/requirements.txt says why).
+gaps=$("$VENV/bin/python" -m pip check 2>&1 | grep -v -E '^torchtitan [0-9.]+ requires (wandb|safetensors|torch-checkpointing), which is not installed\.$' || true)
+if [ -n "$gaps" ]; then echo "bootstrap: dependency check failed:" >&2; echo "$gaps" >&2; exit 1; fi
 echo "$want" > "$stamp"
 echo "bootstrap: $VENV ready ($("$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'))"
