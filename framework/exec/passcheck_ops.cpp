@@ -157,6 +157,7 @@ void ensure_passcheck_ops_registered() {
   // Meta kernels of meta_kernels.cpp.
   ensure_grouped_mm_registered();
   ensure_meta_kernels_registered();
+  ensure_torchtitan_ops_registered();
 }
 
 }  // namespace passcheck::exec

@@ -29,6 +29,10 @@ namespace passcheck::exec {
 /// Makes sure the passcheck operators are registered (idempotent; the executor calls it).
 void ensure_passcheck_ops_registered();
 
+/// Keeps the operators torchtitan defines in Python (torchtitan_ops.cpp:
+/// torchtitan::deterministic_scatter_add) in every binary that links the executor.
+void ensure_torchtitan_ops_registered();
+
 /// Keeps the Meta kernels of meta_kernels.cpp (ATen operators whose Meta kernel PyTorch
 /// registers from Python: scaled_dot_product_attention's CPU kernels, _safe_softmax,
 /// _grouped_mm) in every binary that links the executor.

@@ -129,6 +129,20 @@ struct Cut {
 
 }  // namespace
 
+namespace {
+
+// The kernels scaled_dot_product_attention and the grouped/scaled matmuls dispatch to on
+// the CPU and for low precision. PyTorch's min-cut never recomputes them: it bans every
+// op outside its recomputable allowlist, and none of these is on it.
+bool is_heavy_kernel_outside_the_classic_list(const std::string& base) {
+  static const char* const kOps[] = {"_scaled_dot_product_flash_attention_for_cpu",
+                                     "_scaled_dot_product_fused_attention_overrideable",
+                                     "_scaled_dot_product_attention_math", "_scaled_mm", "_grouped_mm"};
+  return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return base == op; });
+}
+
+}  // namespace
+
 bool is_compute_intensive(const ir::Node& node) {
   static const char* const kOps[] = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "convolution",
                                      "_convolution", "conv1d", "conv2d", "conv3d", "convolution_backward",
@@ -137,7 +151,8 @@ bool is_compute_intensive(const ir::Node& node) {
                                      "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
                                      "_efficient_attention_forward", "upsample_bilinear2d"};
   const std::string base = node.op_base();
-  return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return base == op; });
+  return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return base == op; }) ||
+         is_heavy_kernel_outside_the_classic_list(base);
 }
 
 const char* ban_reason(const ir::Node& node, NodeClass cls, int64_t dist_from_backward) {
@@ -246,6 +261,9 @@ MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& 
     if (ir::is_recomputable(n->meta().recompute) && !unsafe_to_recompute(*n) && !mutations.reads_value_written_later(*n))
       continue;  // forced to the sink before any ban
     const char* why = ban_reason(*n, classes.class_of(n), dist.node.at(n));
+    if (why && std::string(why) == "compute-intensive" && d.injected("recompute-cpu-attention") &&
+        is_heavy_kernel_outside_the_classic_list(n->op_base()))
+      why = nullptr;  // the injected bug: only the classic list is banned
     if (!why && mutations.reads_value_written_later(*n)) why = "reads-value-written-later";
     if (!why || !d.refuse(why, true)) continue;
     bans.push_back({n, why});
@@ -327,14 +345,17 @@ check::PassInfo partition_min_cut_pass_info() {
       {"reads-value-written-later", "a node reading a storage written after it is never recomputed"},
       {"must-save", "a MUST_SAVE forward node is not recomputed"},
       {"collective", "a collective (or its wait) is not recomputed unless tagged recomputable"},
-      {"compute-intensive", "mm, bmm, addmm, convolution and attention are not recomputed (memory-budget < 1 may "
-                            "unban them)"},
+      {"compute-intensive", "mm, bmm, addmm, convolution, attention (the CPU flash kernel included), _scaled_mm "
+                            "and _grouped_mm are not recomputed (memory-budget < 1 may unban them)"},
       {"reduction", "a node whose output is 4x smaller than its tensor inputs is not recomputed"},
       {"far-from-backward", "a node more than 1000 nodes from the backward is not recomputed"},
   };
   info.injectable_bugs = {{"budget-fallback-to-plain-cut",
                            "when no number of unbanned nodes fits the budget, fall back to the plain min-cut rather "
-                           "than the cut with the fewest saved bytes (a smaller budget then saves more)"}};
+                           "than the cut with the fewest saved bytes (a smaller budget then saves more)"},
+                          {"recompute-cpu-attention",
+                           "ban only the classic compute-intensive list, so the CPU flash-attention kernel (and "
+                           "_scaled_mm, _grouped_mm) is recomputed in the backward, which PyTorch's min-cut never does"}};
   return info;
 }
 

@@ -28,7 +28,8 @@ struct MinCutOptions {
 /// is not. `dist_from_backward` as PyTorch computes it.
 const char* ban_reason(const ir::Node& node, NodeClass cls, int64_t dist_from_backward);
 
-/// Compute-intensive operators (mm, bmm, addmm, convolution, attention): banned, and the
+/// Compute-intensive operators (mm, bmm, addmm, convolution, attention with the CPU flash
+/// kernel, _scaled_mm, _grouped_mm): banned, and the
 /// candidates a memory budget below 1 unbans.
 bool is_compute_intensive(const ir::Node& node);
 

@@ -180,7 +180,11 @@ def _meta_suffix(node, phase_override=None):
     phase = phase_override or own.get("phase") or _phase(meta)
     if phase and phase != "forward":
         parts.append(f"phase={phase}")
-    fqn = own.get("fqn") or _module_fqn(meta.get("nn_module_stack"))
+    custom = own.get("custom") or meta.get("custom")
+    # torchtitan's tracer records no module stack; its annotate_module_fqns puts the
+    # module's FQN in custom["module_fqn"] instead.
+    titan_fqn = custom.get("module_fqn") if isinstance(custom, dict) else None
+    fqn = own.get("fqn") or _module_fqn(meta.get("nn_module_stack")) or (str(titan_fqn) if titan_fqn else None)
     if fqn:
         parts.append(f"fqn={_quote(fqn)}")
     seq = own.get("seq", meta.get("seq_nr"))
@@ -192,7 +196,6 @@ def _meta_suffix(node, phase_override=None):
     ac_region = own.get("ac_region", meta.get("ac_graph_id"))
     if isinstance(ac_region, int):
         parts.append(f"ac_region={ac_region}")
-    custom = own.get("custom") or meta.get("custom")
     if isinstance(custom, dict) and custom:
         entries = ", ".join(f"{_quote(str(k))}: {_quote(str(v))}" for k, v in sorted(custom.items(), key=lambda kv: str(kv[0])))
         parts.append("custom={" + entries + "}")

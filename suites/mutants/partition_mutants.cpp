@@ -18,6 +18,10 @@ std::vector<MutantInfo> partition_mutants() {
                            "when no number of recomputed matmuls fits memory-budget, min-cut falls back to the plain "
                            "cut rather than the cut that saves least, so a smaller budget can save more bytes",
                            injected_bug("budget-fallback-to-plain-cut")});
+  out.push_back(MutantInfo{"mutant-partition-min-cut-recomputes-cpu-attention", "partition-min-cut", 0,
+                           "min-cut bans only the classic compute-intensive list, so the attention kernel PyTorch "
+                           "dispatches to on the CPU is recomputed in the backward (found on torchtitan's llama3)",
+                           injected_bug("recompute-cpu-attention")});
   return out;
 }
 

@@ -92,6 +92,21 @@ TEST(PassesTextRunner, FailsACaseWhenAMutantReplacesItsPass) {
   EXPECT_GT(failed, 0) << "no remat case failed with mutant-remat-fresh-rng in place of remat";
 }
 
+// The min-cut case written from the torchtitan comparison fails when the CPU attention
+// kernel is recomputable again.
+TEST(PassesTextRunner, FailsTheMinCutCaseWhenCpuAttentionIsRecomputed) {
+  for (const TextCase& c : catalogue().cases) {
+    if (c.name != "min-cut-saves-cpu-flash-attention") continue;
+    EXPECT_TRUE(graph_files::run_text_case(c, mutants::registry_with_mutants()).problems.empty());
+    EXPECT_FALSE(graph_files::run_text_case(c, mutants::registry_with_mutants(),
+                                            {{"partition-min-cut", "mutant-partition-min-cut-recomputes-cpu-attention"}})
+                     .problems.empty())
+        << "the case passes with min-cut recomputing the CPU attention kernel";
+    return;
+  }
+  ADD_FAILURE() << "no text case min-cut-saves-cpu-flash-attention";
+}
+
 const TextCase& case_named(const std::string& name) {
   for (const TextCase& c : catalogue().cases)
     if (c.name == name) return c;

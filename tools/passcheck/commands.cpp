@@ -165,6 +165,12 @@ int run_graph_file(const RunArgs& args) {
     const auto& stats = executor.last_stats();
     std::cout << args.file << ": ran " << stats.nodes_run << " nodes; peak live bytes " << stats.peak_live_bytes
               << " (inputs " << stats.input_bytes << ")\n";
+    // The static estimate beside the measurement: what a checkpointing pass promises is
+    // read from the bytes held from the forward into the backward.
+    const check::MemoryEstimate estimate = check::estimate_memory(*graph);
+    std::cout << "  estimated peak bytes " << estimate.peak_bytes << "; held from forward into backward "
+              << estimate.live_at_backward_start << " (of which recomputable "
+              << estimate.recomputable_live_at_backward_start << ")\n";
     for (size_t i = 0; i < outputs.size(); ++i)
       std::cout << "  output " << i << " %" << graph->outputs()[i]->name() << ": " << summarize(outputs[i]) << "\n";
     return 0;

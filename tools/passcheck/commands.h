@@ -110,6 +110,16 @@ struct EquivArgs {
 };
 int run_equiv(const EquivArgs& args);
 
+/// `passcheck capturable FILE`: which nodes a CUDA graph on --device could capture (the
+/// cudagraph pass's predicate, passes/cudagraph/capturable.h) and which inputs the wrapper
+/// keeps static (the module state); one line per refused node with the guard that refuses
+/// it. Nothing runs. 0 done, 2 a malformed file or device.
+struct CapturableArgs {
+  std::string file;
+  std::string device = "cuda";
+};
+int run_capturable(const CapturableArgs& args);
+
 struct CheckArgs {
   std::string model = "llama3";
   int steps = 5;

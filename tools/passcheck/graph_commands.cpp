@@ -8,6 +8,7 @@
 #include "workflows/graph_files/graph_tools.h"
 #include "tools/passcheck/report_commands.h"
 #include "framework/ir/text.h"
+#include "passes/cudagraph/capturable.h"
 #include "suites/mutants/mutants.h"
 
 #include <ATen/Parallel.h>
@@ -16,6 +17,8 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
+#include <unordered_set>
 #include <iostream>
 
 namespace passcheck::cli {
@@ -150,6 +153,51 @@ int run_equiv(const EquivArgs& args) {
     if (reporting) add_equiv_comparison(html, report);
     return report.equal() ? 0 : 1;
   }); });
+}
+
+int run_capturable(const CapturableArgs& args) {
+  return guarded("capturable", [&] {
+    std::unique_ptr<ir::Graph> graph = graph_files::load_graph_file(args.file);
+    std::optional<c10::Device> device;
+    try {
+      device = c10::Device(args.device);
+    } catch (const c10::Error&) {
+      throw std::invalid_argument("--device '" + args.device + "': not a device (cpu, cuda, cuda:N)");
+    }
+    // Only the types move: nothing runs, so no device is needed to ask what a capture on
+    // it would refuse.
+    std::set<std::string> from;
+    std::vector<c10::Device> devices;
+    for (const ir::Value* in : graph->inputs())
+      if (in->meta() && from.insert(in->meta()->device.str()).second) devices.push_back(in->meta()->device);
+    for (const ir::Node* n : graph->nodes())
+      for (const ir::Value* v : n->outputs())
+        if (v->meta() && from.insert(v->meta()->device.str()).second) devices.push_back(v->meta()->device);
+    for (const c10::Device& d : devices)
+      if (d != *device) ir::retarget_device(*graph, d, *device);
+    // The wrapper's static inputs are the module state (parameters and buffers); every
+    // other input is copied into its kept buffer.
+    std::unordered_set<const ir::Value*> copied;
+    std::vector<size_t> static_inputs;
+    for (size_t i = 0; i < graph->inputs().size(); ++i) {
+      const ir::Value* in = graph->inputs()[i];
+      if (in->role() == ir::InputRole::Argument) copied.insert(in);
+      else static_inputs.push_back(i);
+    }
+    const passes::CaptureContext ctx =
+        passes::CaptureContext::of(*graph, ir::CaptureSpec::Backend::Replay, std::move(copied));
+    std::vector<std::string> refused;
+    for (const ir::Node* n : graph->nodes())
+      if (const char* why = passes::why_not_capturable(*n, ctx))
+        refused.push_back("%" + (n->outputs().empty() ? n->op() : n->outputs()[0]->name()) + " " + n->op() + ": " + why);
+    std::cout << args.file << ": " << (graph->num_nodes() - refused.size()) << " of " << graph->num_nodes()
+              << " nodes capturable on " << device->str() << "\n";
+    std::cout << "static inputs:";
+    for (size_t i : static_inputs) std::cout << " " << i;
+    std::cout << "\n";
+    for (const std::string& line : refused) std::cout << "not capturable " << line << "\n";
+    return 0;
+  });
 }
 
 }  // namespace passcheck::cli

@@ -141,6 +141,13 @@ int main(int argc, char** argv) {
   equiv_cmd->add_option("--threads", equiv.threads, "Intra-op threads of both runs (0: LibTorch's default)")
       ->check(CLI::Range(0, kMaxThreads));
 
+  CapturableArgs capturable;
+  auto* capturable_cmd = app.add_subcommand(
+      "capturable", "List the nodes of a graph file a CUDA graph could not capture, and the static inputs");
+  capturable_cmd->add_option("file", capturable.file, "Graph text file")->required();
+  capturable_cmd->add_option("--device", capturable.device, "Capture device the graph's types are moved to (nothing runs)")
+      ->capture_default_str();
+
   CheckArgs check;
   auto* check_cmd = app.add_subcommand("check", "Train traced and eager side by side and compare bit for bit");
   check_cmd->add_option("--model", check.model, "Debug model (see `passcheck models`)")->capture_default_str();
@@ -287,6 +294,7 @@ int main(int argc, char** argv) {
   if (*run_cmd) return run_graph_file(run);
   if (*opt_cmd) return run_opt(opt);
   if (*equiv_cmd) return run_equiv(equiv);
+  if (*capturable_cmd) return run_capturable(capturable);
   if (*check_cmd) return run_check(check);
   if (*chunk_cmd) return run_chunk(chunk);
   if (*prove_cmd) return run_prove(prove);

@@ -1,0 +1,91 @@
+"""torchtitan graph_trainer's passes as `fuzz --python-pass` targets.
+
+The fuzzer hands a pass a GraphModule rebuilt from passcheck's text, whose nodes carry
+passcheck's metadata in `node.meta["passcheck"]` (phase, fqn, recompute, ...).
+graph_trainer's passes read PyTorch's tracer conventions instead: `autograd_backward`
+for a backward node, `custom["module_fqn"]` for the module, `recompute` for a
+CheckpointPolicy. `graph_trainer_meta` writes those from passcheck's, so a generated
+joint graph looks to the pass as its own tracer's graph does.
+
+    passcheck fuzz --models --python-pass passcheck_fx.titan.upstream_passes:sac_remat_default
+    passcheck fuzz --situations --python-pass passcheck_fx.titan.upstream_passes:canonicalize
+"""
+
+_POLICIES = {
+    "must_save": "MUST_SAVE",
+    "prefer_save": "PREFER_SAVE",
+    "must_recompute": "MUST_RECOMPUTE",
+    "prefer_recompute": "PREFER_RECOMPUTE",
+}
+
+
+def graph_trainer_meta(gm):
+    """Adds graph_trainer's metadata keys from passcheck's (in place); returns gm."""
+    from torch.utils.checkpoint import CheckpointPolicy
+    for node in gm.graph.nodes:
+        own = node.meta.get("passcheck")
+        if not isinstance(own, dict):
+            continue
+        if own.get("phase") == "backward":
+            node.meta["autograd_backward"] = True
+        custom = dict(node.meta.get("custom") or own.get("custom") or {})
+        if own.get("fqn") and "module_fqn" not in custom:
+            custom["module_fqn"] = own["fqn"]
+        if custom:
+            node.meta["custom"] = custom
+        if own.get("recompute") in _POLICIES and "recompute" not in node.meta:
+            node.meta["recompute"] = getattr(CheckpointPolicy, _POLICIES[own["recompute"]])
+        if "seq" in own and "seq_nr" not in node.meta:
+            node.meta["seq_nr"] = own["seq"]
+    return gm
+
+
+def _sac_remat(gm, policy):
+    from .sac import graph_trainer_policy
+    from torchtitan.experiments.graph_trainer.memory_policy import tag_sac_policy
+    from torchtitan.experiments.graph_trainer.selective_activation_remat import selective_activation_remat_pass
+    graph_trainer_meta(gm)
+    tag_sac_policy(gm, policy_fn=graph_trainer_policy(policy))
+    return selective_activation_remat_pass(gm)
+
+
+def sac_remat_default(gm):
+    """tag_sac_policy with the default memory policy, then selective_activation_remat_pass."""
+    return _sac_remat(gm, "default")
+
+
+def sac_remat_full(gm):
+    """tag_sac_policy with the full-recompute policy, then selective_activation_remat_pass."""
+    return _sac_remat(gm, "full")
+
+
+def sac_remat_eager(gm):
+    """tag_sac_policy with the eager-compatible policy, then selective_activation_remat_pass."""
+    return _sac_remat(gm, "eager")
+
+
+def selective_activation_remat(gm):
+    """selective_activation_remat_pass alone, on the recompute tags the graph carries."""
+    from torchtitan.experiments.graph_trainer.selective_activation_remat import selective_activation_remat_pass
+    return selective_activation_remat_pass(graph_trainer_meta(gm))
+
+
+def canonicalize(gm):
+    """canonicalize_graph_pass: remove detach, identity views, back-to-back transposes and
+    identity slices; views become reshapes."""
+    from torchtitan.experiments.graph_trainer.remove_noop_passes import canonicalize_graph_pass
+    return canonicalize_graph_pass(graph_trainer_meta(gm))
+
+
+def eliminate_dead_code(gm):
+    """eliminate_dead_code_pass: FX's dead-code elimination with asserts forced pure."""
+    from torchtitan.experiments.graph_trainer.remove_noop_passes import eliminate_dead_code_pass
+    return eliminate_dead_code_pass(graph_trainer_meta(gm))
+
+
+def cleanup_then_sac(gm):
+    """graph_trainer's compile-time order: dead code, canonicalize, default SAC + remat."""
+    eliminate_dead_code(gm)
+    canonicalize(gm)
+    return _sac_remat(gm, "default")
+
