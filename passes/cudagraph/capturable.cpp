@@ -4,6 +4,7 @@
 #include "framework/exec/op_properties.h"
 #include "framework/exec/schema_args.h"
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -118,8 +119,25 @@ CaptureContext CaptureContext::of(const ir::Graph& graph, ir::CaptureSpec::Backe
   return ctx;
 }
 
+namespace {
+
+// aten::_grouped_mm runs a device kernel only for bfloat16 operands (on sm_90 and later);
+// every other dtype takes its fallback, which copies the offsets to the host to loop over
+// the groups: a read of device data a captured graph would bake in.
+bool grouped_mm_reads_offsets_on_host(const ir::Node& node) {
+  if (node.op_name() != "aten::_grouped_mm") return false;
+  for (size_t i = 0; i < std::min<size_t>(node.num_operands(), 2); ++i) {
+    const ir::Value* v = node.operand(i);
+    if (v->type() == ir::ValueType::Tensor && v->meta() && v->meta()->dtype != at::kBFloat16) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx) {
   if (exec::reads_device_data_on_host(node.op_name())) return "data-dependent-scalar";
+  if (!ctx.grouped_mm_always_capturable && grouped_mm_reads_offsets_on_host(node)) return "data-dependent-scalar";
   for (size_t i = 0; i < node.num_operands(); ++i)
     if (node.operand(i)->type() != ir::ValueType::Tensor && ctx.data_dependent.count(node.operand(i)))
       return "data-dependent-scalar";

@@ -26,6 +26,9 @@ struct CaptureContext {
   /// Non-tensor values computed from a data-dependent scalar (an item and the scalar
   /// arithmetic on it), found by CaptureContext::of.
   std::unordered_set<const ir::Value*> data_dependent;
+  /// Take aten::_grouped_mm as capturable whatever its dtype (the injectable bug
+  /// grouped-mm-always-capturable of the cudagraph pass).
+  bool grouped_mm_always_capturable = false;
 
   /// The context of `graph` under `backend`, with `copied` as above and the
   /// data-dependent scalars found by walking the graph once.

@@ -102,6 +102,7 @@ Segmentation decide(const ir::Module& module, size_t p, ir::CaptureSpec::Backend
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (!has_fixed_address(module, p, i)) copied.insert(g.inputs()[i]);
   CaptureContext ctx = CaptureContext::of(g, backend, copied);
+  ctx.grouped_mm_always_capturable = d.injected("grouped-mm-always-capturable");
   std::unordered_set<const ir::Node*> unsupported_input;
   auto evaluate = [&](check::Decisions& decisions) {
     std::vector<const char*> refusal(nodes.size());
@@ -158,7 +159,8 @@ check::PassInfo cudagraph_pass_info() {
       {"data-dependent-scalar", "reads a scalar from a tensor (item, _local_scalar_dense, is_nonzero, equal) or "
                                 "takes a scalar computed from one: a CUDA graph bakes it into the launch; also "
                                 "the ops whose kernel reads device data on the host (passcheck::grouped_mm and "
-                                "its weight gradient read their offsets), which a capturing stream refuses"},
+                                "its weight gradient read their offsets, as aten::_grouped_mm does for every "
+                                "dtype but bfloat16), which a capturing stream refuses"},
       {"data-dependent-shape", "its output shape depends on tensor values"},
       {"symbolic-size", "a tensor it reads or writes has a symbolic size, or it has a symbolic argument"},
       {"host-device-copy", "copies between the host and the capture device from memory that is not pinned"},
@@ -180,6 +182,10 @@ check::PassInfo cudagraph_pass_info() {
        "historical bug 15 (upstream's check): compares the kept buffers' addresses with the addresses recorded "
        "from those same buffers, so it never fires"}};
   for (const auto& [name, description] : bugs) info.injectable_bugs.push_back({name, description});
+  info.injectable_bugs.push_back(
+      {"grouped-mm-always-capturable",
+       "aten::_grouped_mm is captured whatever its dtype, though its non-bfloat16 fallback copies the offsets to "
+       "the host (found comparing with torchtitan's is_cudagraphable on deepseek_v3)"});
   return info;
 }
 

@@ -191,7 +191,9 @@ def _meta_suffix(node, phase_override=None):
     if isinstance(seq, int):
         parts.append(f"seq={seq}")
     recompute = own.get("recompute") or _recompute(meta.get("recompute"))
-    if recompute:
+    # A recompute policy is a forward node's; a node a remat pass copied into the backward
+    # keeps its original's in FX (graph_trainer's duplicates do), which says nothing there.
+    if recompute and phase != "backward":
         parts.append(f"recompute={recompute}")
     ac_region = own.get("ac_region", meta.get("ac_graph_id"))
     if isinstance(ac_region, int):

@@ -31,6 +31,10 @@ std::vector<MutantInfo> cudagraph_mutants() {
                            "instead of left eager, so the capture fails (a capturing CUDA stream refuses the host "
                            "read)",
                            disabled_guard("data-dependent-scalar")});
+  out.push_back(MutantInfo{"mutant-cudagraph-captures-grouped-mm-fallback", "cudagraph", 0,
+                           "aten::_grouped_mm is captured whatever its dtype, though its non-bfloat16 fallback reads "
+                           "the offsets on the host, which a capturing stream refuses",
+                           injected_bug("grouped-mm-always-capturable")});
   return out;
 }
 

@@ -107,6 +107,21 @@ TEST(PassesTextRunner, FailsTheMinCutCaseWhenCpuAttentionIsRecomputed) {
   ADD_FAILURE() << "no text case min-cut-saves-cpu-flash-attention";
 }
 
+// The cudagraph case written from the torchtitan comparison fails when float32
+// _grouped_mm is captured again.
+TEST(PassesTextRunner, FailsTheGroupedMmCaseWhenItIsCaptured) {
+  for (const TextCase& c : catalogue().cases) {
+    if (c.name != "cudagraph-leaves-float32-grouped-mm-eager") continue;
+    EXPECT_TRUE(graph_files::run_text_case(c, mutants::registry_with_mutants()).problems.empty());
+    EXPECT_FALSE(graph_files::run_text_case(c, mutants::registry_with_mutants(),
+                                            {{"cudagraph", "mutant-cudagraph-captures-grouped-mm-fallback"}})
+                     .problems.empty())
+        << "the case passes with float32 _grouped_mm captured";
+    return;
+  }
+  ADD_FAILURE() << "no text case cudagraph-leaves-float32-grouped-mm-eager";
+}
+
 const TextCase& case_named(const std::string& name) {
   for (const TextCase& c : catalogue().cases)
     if (c.name == name) return c;

@@ -78,8 +78,9 @@ def check_mode(result):
     mutants = result.get("mutants", {})
     need(set(mutants) == set(ep_chunk.MUTANTS), f"{mode}: mutants missing: {sorted(set(ep_chunk.MUTANTS) - set(mutants))}")
     for name, entry in mutants.items():
-        need(entry.get("caught_by_torch") or entry.get("caught_by_passcheck_equiv"), f"{mode}: mutant {name} NOT caught: {entry}")
-        for key in ("caught_by_torch", "caught_by_passcheck_equiv"):
+        need(entry.get("caught_by_torch") or entry.get("caught_by_passcheck_equiv") or entry.get("caught_by_passcheck_run"),
+             f"{mode}: mutant {name} NOT caught: {entry}")
+        for key in ("caught_by_torch", "caught_by_passcheck_equiv", "caught_by_passcheck_run"):
             need(entry.get(key, True), f"{mode}: mutant {name}: {key} is False: {entry}")
     for difference in result.get("differences", []):
         need(difference["classification"] in ("bug in theirs", "bug in ours", "difference in semantics"),
@@ -97,7 +98,8 @@ def summary(result):
              f"  trace {t.get('trace')} s: {trace.get('tensor_ops')} tensor ops ({trace.get('fx_nodes')} fx nodes), "
              f"{trace.get('outputs')} outputs; roots {result.get('roots')}",
              f"  graph_trainer default config (early accumulation): "
-             + ("ok" if result.get("gt_default", {}).get("ok") else f"FAILS: {result.get('gt_default', {}).get('error', '')[:110]}"),
+             + ("ok" if result.get("gt_default", {}).get("ok")
+                else f"FAILS: {result.get('gt_default', {}).get('error', '')[:110]}"),
              f"  graph_trainer chunk (early accumulation off) {t.get('gt_chunk')} s: tensor ops "
              f"{gt.get('nodes_before', {}).get('tensor_ops')} -> {gt.get('nodes_after', {}).get('tensor_ops')}, "
              f"regions {gt.get('regions')}, splits {gt.get('split_live_ins')}, cat {gt.get('materialized_cat')}, "
@@ -129,8 +131,10 @@ def summary(result):
         lines.append(f"  graph_trainer's split claim over its own symbol range: "
                      f"{pc.get('prove_gt_split_claim_their_range', {}).get('report', '')[:150]}")
     for name, entry in result.get("mutants", {}).items():
-        lines.append(f"  mutant {name}: caught by torch compare {entry.get('caught_by_torch')}, by passcheck equiv "
-                     f"{entry.get('caught_by_passcheck_equiv')}")
+        caught = [label for key, label in (("caught_by_torch", "torch compare"), ("caught_by_passcheck_equiv", "passcheck equiv"),
+                                           ("caught_by_passcheck_run", "passcheck run + compare")) if entry.get(key)]
+        lines.append(f"  mutant {name} ({entry.get('mutation') or entry.get('passcheck_mutation')}): caught by "
+                     f"{', '.join(caught) or 'NOTHING'}")
     for difference in result.get("differences", []):
         tag = "KNOWN" if difference["classification"] == "bug in theirs" else "DIFF "
         lines.append(f"  {tag} [{difference['classification']}] {difference['what'][:260]}")

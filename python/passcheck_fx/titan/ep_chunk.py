@@ -12,8 +12,10 @@ is set, and checks it:
    (on one rank `expert_parallel_degree == 1`, so `require_all_to_all=False`: roots from the
    EP annotations, the MoE layers) go to `apply_chunk_pass`, with graph_trainer's default
    early gradient accumulation (`optimize_grad_live_out=True`) and without it
-   (`disable_early_grad_accumulation`); the decisions (regions, split/cat/add, body nodes)
-   are counted;
+   (`disable_early_grad_accumulation`), and with early accumulation once more with its
+   insertion-point bug fixed here (`_fixed_materialize_suffix_from_full_boundary`, patched in
+   for that call only) so its numerics can be checked; the decisions (regions,
+   split/cat/add, body nodes) are counted;
 3. numerics, bit for bit: the chunked graph against graph_trainer's eager chunking
    (`ep_eager_chunk.maybe_apply_ep_overlap_eager_chunking`, strategy "eager", run eagerly
    with autograd) on the same model and batch: the loss and every gradient torch.equal;
@@ -29,7 +31,9 @@ is set, and checks it:
    and numerics are compared with graph_trainer's. graph_trainer's own symbolic chunked
    graph is exported too and its split assumption is stated as a claim over its range.
 6. mutants: the chunked graph with one chunk's gradient partial dropped, and with the two
-   halves of a forward cat swapped, must be caught (torch compare and `passcheck equiv`).
+   halves of a forward cat swapped, must be caught: the first by torch's bitwise comparison
+   with eager chunking and by `passcheck equiv` (exit 1), the second by `passcheck run` and a
+   bitwise comparison (in torch when passcheck cannot run).
 
 Every fact lands in the returned dict; `differences` lists each disagreement found with a
 classification: "bug in theirs", "bug in ours" or "difference in semantics".
@@ -156,17 +160,28 @@ def _compile_config(mode, strategy, early_accumulation=True):
 
 
 def trace(mode, seed=0, batch=2, seq=32):
-    """The step traced as graph_trainer's trainer traces it with graph EP chunking on."""
-    from torchtitan.experiments.graph_trainer import ep_chunk_pass as ecp
+    """The step traced as graph_trainer's trainer traces it with graph EP chunking on: its
+    `_prepare_trace_inputs` / `_prepare_trace_call_inputs`, i.e. the registered preparers of
+    `trace_input_preparer_keys(compile)` (here "ep_overlap": ep_chunk_pass's two)."""
+    from torchtitan.experiments.graph_trainer import ep_chunk_pass  # noqa: F401 - registers the preparers
+    from torchtitan.experiments.graph_trainer.configs import trace_input_preparer_keys
+    from torchtitan.experiments.graph_trainer.registry import TRACE_CALL_INPUT_PREPARERS, TRACE_INPUT_PREPARERS
     from . import models
     config = _compile_config(mode, "graph")
+    keys = trace_input_preparer_keys(config)
 
     def prepare_inputs(args, kwargs):
-        ecp.prepare_ep_overlap_trace_inputs(config, args, kwargs)
+        for key in keys:
+            if TRACE_INPUT_PREPARERS.get(key) is not None:
+                TRACE_INPUT_PREPARERS[key](config, args, kwargs)
 
     def prepare_call_inputs(args, kwargs):
-        prepared = ecp.prepare_ep_overlap_trace_call_inputs(config, args, kwargs)
-        return (args, kwargs) if prepared is None else prepared
+        for key in keys:
+            if TRACE_CALL_INPUT_PREPARERS.get(key) is not None:
+                prepared = TRACE_CALL_INPUT_PREPARERS[key](config, args, kwargs)
+                if prepared is not None:
+                    args, kwargs = prepared
+        return args, kwargs
 
     return models.trace_step(MODEL, seed=seed, batch=batch, seq=seq, prepare_inputs=prepare_inputs,
                              prepare_call_inputs=prepare_call_inputs)
@@ -399,7 +414,9 @@ def chunk_symbol(gm):
                 if _symbolic(size):
                     expr = size.node.expr
                     env = size.node.shape_env
-                    hint = env.var_to_hint_override.get(expr) if hasattr(env, "var_to_hint_override") else None
+                    hint = getattr(env, "var_to_hint_override", {}).get(expr)
+                    if hint is None:
+                        hint = size.node.hint
                     bounds = env.var_to_range.get(expr)
                     return expr, hint, int(bounds.lower), int(bounds.upper)
     return None
@@ -455,7 +472,7 @@ def prepare_for_export(gm, substitute_scatter=False):
     scalars = [n for n in gm.graph.nodes if _is_scalar_node(n)]
     scalar_set = set(scalars)
     for node in scalars:
-        if not isinstance(node.meta.get("val"), torch.SymInt):
+        if not isinstance(node.meta.get("val"), (torch.SymInt, int)):
             raise exporter.ExportError(f"node '{node.name}': scalar {node.meta.get('val')!r} has no passcheck form")
 
     def inline(arg):
@@ -648,7 +665,8 @@ def _decision_differences(result, difference, gt_full):
                 difference(what, "unclassified", "not only rearrangements, or the numerics differ: review")
                 result["problems"].append(f"unclassified body decision difference ({label}, only {who})")
         if theirs["split_live_ins"] != ours["split_live_ins"]:
-            resplits = [s for s in theirs.get("_backward_splits", []) if s["forward_materialization"] or s["forward_split_live_in"]]
+            resplits = [s for s in theirs.get("_backward_splits", [])
+                        if s["forward_materialization"] or s["forward_split_live_in"]]
             extra = theirs["split_live_ins"] - ours["split_live_ins"]
             if extra == len(resplits) and numerics_equal:
                 difference(f"{label}: graph_trainer splits {theirs['split_live_ins']} live-ins, passcheck "
@@ -714,11 +732,12 @@ MUTANTS = {"drop-chunk1-grad-partial": mutant_drop_partial, "swap-forward-cat-ha
 
 
 def _text_mutant(text, name):
-    """The same mutants on a passcheck graph text (for `passcheck equiv`)."""
+    """The mutants on a passcheck graph text: a backward materialization add(p0, p1) written
+    add(p0, p0) (chunk 1's partial replaced by chunk 0's), a forward cat's halves swapped."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
         m = _LINE.match(line)
-        if not m or '"chunked' in line:
+        if not m:
             continue
         lhs, op, args, meta = m.groups()
         if name == "drop-chunk1-grad-partial" and op == "aten::add.Tensor" and "phase=backward" in (meta or "") \
@@ -740,10 +759,13 @@ def _text_mutant(text, name):
 # ---- the verification --------------------------------------------------------------------
 
 def verify_ep_chunk(mode, passcheck=None, workdir=None, threads=None, batch=None, seq=None, seed=0,
-                    early_accumulation_fixed=True, mutants=True):
+                    early_accumulation_fixed=True, mutants=True, keep_files=False):
     """Verifies graph_trainer's EP chunk pass in `mode` ("batch" or "seq") on deepseek_v3.
     Returns a dict of every measured fact (see the module docstring); `problems` lists the
-    properties that must hold and did not."""
+    properties that must hold and did not. The graph files stay in `workdir` (a fresh
+    temporary directory by default); the output archives (about 130 MB each) are removed
+    unless keep_files, the inputs archive only when the directory is a temporary one."""
+    user_workdir = workdir is not None
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if threads:
@@ -775,7 +797,9 @@ def verify_ep_chunk(mode, passcheck=None, workdir=None, threads=None, batch=None
     if symbol is None:
         problems.append("the traced graph carries no chunk symbol")
         return _finish(result, timer)
-    result["symbol"] = {"name": str(symbol[0]), "hint": symbol[1], "range": [symbol[2], symbol[3]]}
+    result["symbol"] = {"name": str(symbol[0]), "hint": symbol[1], "range": [symbol[2], symbol[3]],
+                        # the values passcheck's claims are proved for (its chunk needs multiple_of 2)
+                        "even_values_in_range": len(range(symbol[2] + symbol[2] % 2, symbol[3] + 1, 2))}
     with timer("torch_run_unchunked"):
         unchunked = _run(step.gm, inputs)
     base = _copy_gm(step.gm)  # the unchunked graph, kept for export and the variants
@@ -808,8 +832,9 @@ def verify_ep_chunk(mode, passcheck=None, workdir=None, threads=None, batch=None
                        "(_materialize_symint_args) at the outer insertion point, before the first full user, but "
                        "the view suffix right after the materialized cat/add, so the view reads sym_size nodes "
                        "defined after it and graph.lint() fails; hit by every backward live-out whose view suffix "
-                       "has the chunk symbol in its shape (shared_experts w1/w3 input gradients, mm [32*u0,256] "
-                       "-> view [u0,32,256]). Fix: create the shape nodes and the view together after the "
+                       "has the chunk symbol in its shape (here the shared experts' w1/w3 input gradients: the "
+                       "token-matrix mm result viewed back to [B, S, D]). Fix: create the shape nodes and the view "
+                       "together after the "
                        "materialized value (verified below as gt_early_fixed)")
         else:
             problems.append(f"graph_trainer's default chunk pass failed unexpectedly: {message}")
@@ -937,7 +962,8 @@ def verify_ep_chunk(mode, passcheck=None, workdir=None, threads=None, batch=None
 
     # 4/5. passcheck
     save_inputs(os.path.join(workdir, "inputs.pt"), inputs)
-    torch.save(chunked_out, os.path.join(workdir, "torch_chunked_outputs.pt"))
+    if keep_files:
+        torch.save(chunked_out, os.path.join(workdir, "torch_chunked_outputs.pt"))
     if passcheck is None:
         notes.append("no passcheck binary: the passcheck checks were skipped")
     else:
@@ -948,8 +974,13 @@ def verify_ep_chunk(mode, passcheck=None, workdir=None, threads=None, batch=None
     if mutants:
         for name in MUTANTS:
             entry = result["mutants"].get(name, {})
-            if "caught_by_torch" not in entry and not entry.get("caught_by_passcheck_equiv"):
+            if "caught_by_torch" not in entry and not (entry.get("caught_by_passcheck_equiv")
+                                                       or entry.get("caught_by_passcheck_run")):
                 torch_mutant(name)
+    if not keep_files:
+        for name in os.listdir(workdir):
+            if name.endswith(".pt") and (name != "inputs.pt" or not user_workdir):
+                os.remove(os.path.join(workdir, name))
     return _finish(result, timer)
 
 
@@ -981,7 +1012,12 @@ def _passcheck_checks(result, step, base, gt_full, concrete, chunked_out, eager_
                                "rephased_to_forward": len(facts["rephased_to_forward"]),
                                "rephased_examples": facts["rephased_to_forward"][:6],
                                "scatter_add_substituted": facts["scatter_add_substituted"]}
-    if facts["typed_multi_output_nodes"]:
+    try:
+        exporter.export_graph(concrete, kinds=kinds)
+        pc["stock_exporter_on_gt_chunked"] = "ok"
+    except Exception as error:  # noqa: BLE001 - recorded
+        pc["stock_exporter_on_gt_chunked"] = f"{type(error).__name__}: {error}"[:300]
+    if facts["typed_multi_output_nodes"] and pc["stock_exporter_on_gt_chunked"] != "ok":
         difference(f"{len(facts['typed_multi_output_nodes'])} split_with_sizes nodes graph_trainer's chunk pass "
                    "creates carry no meta['val'] (only their getitems do); passcheck_fx.exporter then fails with an "
                    "IndexError ('list assignment index out of range') instead of typing them from the getitems",
@@ -1067,7 +1103,8 @@ def _passcheck_checks(result, step, base, gt_full, concrete, chunked_out, eager_
             entry["error"] = out.strip().splitlines()[-3:]
             problems.append(f"passcheck chunk ({variant}) failed: " + " ".join(out.strip().splitlines()[-1:])[:300])
             continue
-        entry["stats"] = {k: int(v) for k, v in _STATS.findall(out.split(": changed,")[-1])} if ": changed," in out else out.strip()
+        entry["stats"] = ({k: int(v) for k, v in _STATS.findall(out.split(": changed,")[-1])}
+                          if ": changed," in out else out.strip())
         m = re.search(r"nodes (\d+) -> (\d+)", out)
         if m:
             entry["nodes"] = [int(m.group(1)), int(m.group(2))]
@@ -1103,30 +1140,43 @@ def _passcheck_checks(result, step, base, gt_full, concrete, chunked_out, eager_
                             f"{entry['vs_eager_chunked']['differ_count']} outputs")
     _decision_differences(result, difference, gt_full)
 
-    # passcheck-side mutants: equiv must tell the broken graph from graph_trainer's
-    if mutants:
+    # passcheck-side mutants: the first through `passcheck equiv` against graph_trainer's
+    # chunked graph (exit 1: differs), the others through `passcheck run` and a bitwise
+    # comparison with passcheck's run of the intact graph (one graph run each instead of two)
+    if mutants and pc.get("run_gt_chunked", {}).get("ok"):
         with open(path("gt_chunked.graph")) as f:
             text = f.read()
-        for name in MUTANTS:
+        intact = load_outputs(path("pc_run_gt_chunked.pt"))
+        for index, name in enumerate(MUTANTS):
             broken, what = _text_mutant(text, name)
             entry = result["mutants"].setdefault(name, {})
-            if not pc.get("run_gt_chunked", {}).get("ok"):
-                continue
+            key = "caught_by_passcheck_equiv" if index == 0 else "caught_by_passcheck_run"
             if broken is None:
-                entry["caught_by_passcheck_equiv"] = False
+                entry[key] = False
                 problems.append(f"mutant {name}: nothing to mutate in the exported graph")
                 continue
             mpath = path(f"mutant_{name}.graph")
             with open(mpath, "w") as f:
                 f.write(broken)
-            with timer("passcheck_equiv_mutants"):
-                code, out = _call(passcheck, ["equiv", path("gt_chunked.graph"), mpath, "--inputs", inputs_pt,
-                                              "--threads", threads])
             entry["passcheck_mutation"] = what
-            entry["equiv_exit"] = code
-            entry["caught_by_passcheck_equiv"] = code == 1
-            if code != 1:
-                problems.append(f"mutant {name}: passcheck equiv exit {code} (expected 1, differs): "
+            with timer("passcheck_mutants"):
+                if index == 0:
+                    code, out = _call(passcheck, ["equiv", path("gt_chunked.graph"), mpath, "--inputs", inputs_pt,
+                                                  "--threads", threads])
+                    entry["equiv_exit"] = code
+                    entry[key] = code == 1
+                else:
+                    code, out = _call(passcheck, ["run", mpath, "--inputs", inputs_pt, "--save-outputs",
+                                                  path(f"mutant_{name}.pt"), "--threads", threads])
+                    entry["run_exit"] = code
+                    if code == 0:
+                        cmp = _compare(load_outputs(path(f"mutant_{name}.pt")), intact, names)
+                        entry["outputs_changed"] = cmp.get("differ_count")
+                        entry[key] = not cmp["equal"]
+                    else:
+                        entry[key] = False
+            if not entry[key]:
+                problems.append(f"mutant {name} not caught through passcheck (exit {code}): "
                                 + " ".join(out.strip().splitlines()[-1:])[:200])
 
 

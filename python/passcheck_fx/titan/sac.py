@@ -12,8 +12,9 @@ For one model and one memory policy (default, full, eager):
 - decisions: the saved and recomputed sets of both taggers, node by node;
 - memory: passcheck's executor's measured peak and the bytes held from the forward into
   the backward, for each graph; the same model under eager `torch.utils.checkpoint` with
-  torchtitan's own eager AC of that policy, its numerics against no AC and its peak
-  measured with the same Python instrument as the graphs'.
+  torchtitan's own eager AC of that policy: its numerics against no AC and against the
+  rematerialized graph, and the bytes alive at the loss and the peak, with and without
+  checkpointing (measured in Python by LiveBytes).
 """
 
 import collections
@@ -78,8 +79,9 @@ def tag_and_remat(gm, policy="default"):
 
 
 class LiveBytes(TorchDispatchMode):
-    """Peak bytes of the storages the code under it creates (each counted once, released
-    when its storage dies): one instrument for eager runs and graph runs alike."""
+    """Bytes of the storages the code under it creates (each counted once, released when
+    its storage dies; views and in-place results of operands not counted): current and
+    peak."""
 
     def __init__(self):
         super().__init__()
@@ -93,11 +95,15 @@ class LiveBytes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        # A view or in-place result shares an operand's storage: nothing new (a slice of
+        # the rotary cache, a transposed weight).
+        operands = {id(a.untyped_storage()) for a in torch.utils._pytree.tree_leaves((args, kwargs))
+                    if isinstance(a, torch.Tensor)}
         for t in torch.utils._pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor):
                 storage = t.untyped_storage()
                 key = id(storage)
-                if key in self._live:
+                if key in self._live or key in operands:
                     continue
                 self._live.add(key)
                 self.current += storage.nbytes()
@@ -131,26 +137,26 @@ def _eager_ac(model, policy):
 
 
 def eager_checkpoint_run(step, policy):
-    """The step's model (fresh, same seed) under eager checkpointing of `policy`: loss and
-    gradients, and the peak measured by LiveBytes; the same without checkpointing."""
-    from torchtitan.experiments.graph_trainer.trainer import make_fwd_bwd_step
+    """The step's model (fresh, same seed) under eager checkpointing of `policy`, and
+    without: loss and gradients, the bytes alive when the loss is computed (what the
+    forward holds into the backward) and the peak, both measured by LiveBytes."""
+    from torchtitan.experiments.graph_trainer.common_utils import compute_annotated_loss
     results = {}
+    tokens, labels, global_valid_tokens, extra = step.args
     for label, with_ac in (("eager", False), ("eager_ac", True)):
         model, _ = models.build_model(step.name, step.seed)
         if with_ac:
             _eager_ac(model, policy)
         meter = LiveBytes()
         with meter:
-            outputs = make_fwd_bwd_step(model, step.loss_fn)(*step.args)
-        results[label] = ([o.detach() for o in outputs], meter.peak)
+            # graph_trainer's fwd_bwd_step, with the bytes held at the loss read between.
+            loss = compute_annotated_loss(step.loss_fn, model(tokens, **extra), labels,
+                                          {"global_valid_tokens": global_valid_tokens})
+            held = meter.current
+            params = [p for _, p in model.named_parameters(remove_duplicate=False) if p.requires_grad]
+            grads = torch.autograd.grad(loss, params)
+        results[label] = ([loss.detach()] + [g.detach() for g in grads], held, meter.peak)
     return results
-
-
-def _graph_peak(step, gm):
-    meter = LiveBytes()
-    with meter:
-        outputs = models.run_graph(step, gm)
-    return outputs, meter.peak
 
 
 def compare_tags(theirs, ours, names):
@@ -225,8 +231,8 @@ def verify_sac(model="llama3", policy="default", passcheck=None, workdir=None, s
             failures.append(f"{label} remat ({policy}) changes numerics: " + " | ".join(report))
 
     # Numerics: torch's own runs, and 5 optimizer steps of graph_trainer's graph vs eager.
-    plain_out, plain_peak = _graph_peak(step, step.gm)
-    remat_out, remat_peak = _graph_peak(step, remat_relabelled)
+    plain_out = models.run_graph(step, step.gm)
+    remat_out = models.run_graph(step, remat_relabelled)
     differ = tools.bitwise_equal_lists(plain_out, remat_out)
     result["torch_run_equal"] = not differ
     if differ:
@@ -246,8 +252,9 @@ def verify_sac(model="llama3", policy="default", passcheck=None, workdir=None, s
                              ("ours", ours_remat))
     }
     eager = eager_checkpoint_run(step, policy)
-    result["python_peak_bytes"] = {"graph_no_ac": plain_peak, "graph_theirs_relabelled": remat_peak,
-                                   "eager_no_ac": eager["eager"][1], "eager_checkpoint": eager["eager_ac"][1]}
+    result["eager_memory"] = {
+        "held_forward_to_backward_bytes": {"no_ac": eager["eager"][1], "checkpoint": eager["eager_ac"][1]},
+        "peak_bytes": {"no_ac": eager["eager"][2], "checkpoint": eager["eager_ac"][2]}}
     eager_ac_differ = tools.bitwise_equal_lists(eager["eager"][0], eager["eager_ac"][0])
     result["eager_checkpoint_equals_no_ac"] = not eager_ac_differ
     graph_vs_eager_ac = tools.bitwise_equal_lists(remat_out, eager["eager_ac"][0])
