@@ -39,6 +39,8 @@ def main(argv=None):
     verify.add_argument("--workdir", help="where the graphs, inputs and report go (default: a new temporary directory)")
     verify.add_argument("--passcheck", help="the passcheck binary (default: $PASSCHECK_BINARY, the build tree's, PATH)")
     verify.add_argument("--python-path", action="append", default=[], help="directory to import the pass from")
+    verify.add_argument("--require-change", action="store_true",
+                        help="fail when the pass leaves the graph unchanged (it should act on this model)")
     args = parser.parse_args(argv)
     if args.command == "verify-pass":
         return _verify_pass(args)
@@ -94,7 +96,8 @@ def _verify_pass(args):
         return 2
     try:
         report = verify.verify_pass(function, model=args.model, steps=args.steps, seed=args.seed,
-                                    passcheck=args.passcheck, workdir=args.workdir, raise_on_failure=False)
+                                    passcheck=args.passcheck, workdir=args.workdir, raise_on_failure=False,
+                                    require_change=args.require_change)
     except FileNotFoundError as error:
         print(f"passcheck_fx verify-pass: {error}", file=sys.stderr)
         return 2

@@ -177,7 +177,9 @@ def _meta_suffix(node, phase_override=None):
     # graph that went through a Python pass keeps its own metadata; else PyTorch's keys.
     meta, parts = node.meta, []
     own = meta.get("passcheck") if isinstance(meta.get("passcheck"), dict) else {}
-    phase = phase_override or own.get("phase") or _phase(meta)
+    # PyTorch's backward flag wins over the recorded phase: a pass that copies a forward
+    # node into the backward (a remat) copies its record too, and marks the copy backward.
+    phase = phase_override or ("backward" if _phase(meta) == "backward" else None) or own.get("phase") or _phase(meta)
     if phase and phase != "forward":
         parts.append(f"phase={phase}")
     custom = own.get("custom") or meta.get("custom")
@@ -241,6 +243,35 @@ def _ensure_meta(gm, example_inputs, meta_from):
     if missing and example_inputs is not None:
         from torch.fx.passes.shape_prop import ShapeProp
         ShapeProp(gm).propagate(*[t.detach().clone() if isinstance(t, torch.Tensor) else t for t in example_inputs])
+
+
+def _result_count(node, val, returns):
+    """How many values a node with a tuple or Tensor[] result gives: its value's length;
+    else a fixed tuple's schema; else (a Tensor[] result without a value: the
+    split_with_sizes nodes graph_trainer's chunk pass creates type only their getitems)
+    the length of its split_sizes argument, or the getitems' highest index + 1."""
+    if isinstance(val, (list, tuple)):
+        return len(val)
+    if len(returns) > 1:
+        return len(returns)
+    where = f"node '{node.name}' ({_op_name(node)})"
+    getitems = [u for u in node.users if u.op == "call_function" and u.target is operator.getitem]
+    if len(getitems) != len(node.users) or not all(isinstance(u.args[1], int) and u.args[1] >= 0 for u in getitems):
+        raise ExportError(f"{where}: its {returns[0].type} result has no meta['val'] and is used other than "
+                          "through getitem with an index, so the number of its values is unknown")
+    highest = max((u.args[1] for u in getitems), default=-1)
+    names = [a.name for a in node.target._schema.arguments]
+    if "split_sizes" in names:
+        i = names.index("split_sizes")
+        sizes = node.args[i] if i < len(node.args) else node.kwargs.get("split_sizes")
+        if isinstance(sizes, (list, tuple)):
+            if highest >= len(sizes):
+                raise ExportError(f"{where}: getitem {highest} of {len(sizes)} split sizes")
+            return len(sizes)
+    if highest < 0:
+        raise ExportError(f"{where}: its {returns[0].type} result has no meta['val'] and no getitem users, so "
+                          "the number of its values is unknown")
+    return highest + 1
 
 
 def _schema_arguments(node, ref):
@@ -324,14 +355,16 @@ def _export(gm, kinds=None, example_inputs=None, meta_from=None, header=None, li
             if source not in outputs_of or not isinstance(index, int):
                 raise ExportError(f"node '{node.name}': getitem of '{getattr(source, 'name', source)}' "
                                   "that is not an operator's tuple result")
+            if not -len(outputs_of[source]) <= index < len(outputs_of[source]):
+                raise ExportError(f"node '{node.name}': getitem {index} of '{source.name}', which has "
+                                  f"{len(outputs_of[source])} values")
             outputs_of[source][index] = node.name
         elif node.op == "call_function" and _is_op_overload(node.target):
             returns = node.target._schema.returns
             val, _ = _node_value_meta(node)
             multi = len(returns) > 1 or (len(returns) == 1 and str(returns[0].type).startswith("List["))
             if multi:
-                count = len(val) if isinstance(val, (list, tuple)) else len(returns)
-                outputs_of[node] = [None] * count
+                outputs_of[node] = [None] * _result_count(node, val, returns)
             elif returns:
                 names[node] = node.name
         elif node.op == "placeholder":
@@ -412,10 +445,15 @@ def _export(gm, kinds=None, example_inputs=None, meta_from=None, header=None, li
                     val, found = [by_index[i][0] for i in range(len(outputs_of[node]))], True
             if not found and _scalar_returns(node) is not None:  # a bool/int/float result carries no tensor meta
                 val, found = _scalar_returns(node), True
-            if not found and node.target._schema.returns:
+            # A value passcheck's own text left untyped (`%v : Tensor`, a graph read back
+            # by the Python writer) stays untyped.
+            untyped = not found and node.meta.get("passcheck_type") == "Tensor" and node not in outputs_of
+            if not found and not untyped and node.target._schema.returns:
                 raise ExportError(f"{where} has no type (no meta['val'] or meta['tensor_meta']; "
                                   "pass example_inputs to run ShapeProp)")
-            if node in outputs_of:
+            if untyped:
+                lhs = f"%{_check_name(node.name, where)} : Tensor"
+            elif node in outputs_of:
                 lhs = ", ".join(f"%{name} : {type_text}" for name, type_text in slot_values(node, val, where))
             elif node.target._schema.returns:
                 lhs = f"%{_check_name(node.name, where)} : {_describe(val, where)}"

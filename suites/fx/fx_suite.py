@@ -382,6 +382,54 @@ def run_export_errors(args, tmp):
                 print(f"ok {what}: {error}")
             else:
                 fail(f"{what}: the error does not name node '{expected_node}': {error}")
+    # A Tensor[] result without meta['val'] (graph_trainer's chunk pass creates its
+    # split_with_sizes so, typing only the getitems): counted from split_sizes and typed from
+    # the getitems, and the text runs bit for bit; where the count or a type cannot be known,
+    # an ExportError naming the node.
+    def untyped(fn, *inputs, op=torch.ops.aten.split_with_sizes.default):
+        gm = make_fx(fn)(*inputs)
+        node = next(n for n in gm.graph.nodes if n.target is op)
+        del node.meta["val"]
+        return gm, node
+
+    x = torch.randn(2, 6)
+    gm, _ = untyped(lambda t: [p * 2.0 for p in torch.split(t, [2, 4], 1)], x)
+    try:
+        text = passcheck_fx.export_graph(gm)
+        graph, inputs, outputs = (os.path.join(tmp, name) for name in ("split.graph", "split_in.pt", "split_out.pt"))
+        with open(graph, "w") as f:
+            f.write(text)
+        passcheck_fx.save_inputs(inputs, [x])
+        proc, ok = passcheck(args, "run", graph, "--inputs", inputs, "--save-outputs", outputs)
+        same = ok and all(passcheck_fx.bitwise_equal(a, b) for a, b in
+                          zip(passcheck_fx.load_outputs(outputs), [p * 2.0 for p in torch.split(x, [2, 4], 1)]))
+        if same:
+            print("ok split_with_sizes without meta['val']: typed from its getitems, runs bit for bit")
+        else:
+            fail(f"split_with_sizes without meta['val']: passcheck run exited {proc.returncode} "
+                 f"({proc.stderr.strip()[-300:]}) or outputs differ; text:\n{text}")
+    except Exception as error:  # noqa: BLE001 - the regression: IndexError here
+        fail(f"split_with_sizes without meta['val']: {type(error).__name__}: {error}")
+    unbound, unbind = untyped(lambda t: torch.unbind(t)[0] + 1.0, x, op=torch.ops.aten.unbind.int)
+    with unbound.graph.inserting_after(unbind):
+        unbound.graph.call_function(torch.ops.aten.cat.default, (unbind,))  # the list also read whole
+    partly_used, partly_used_split = untyped(lambda t: torch.split(t, [2, 4], 1)[0] * 2.0, x)
+    for getitem in [u for u in partly_used_split.users if not u.users]:  # make_fx's unused getitem_1
+        partly_used.graph.erase_node(getitem)
+    unknown = [("a split result without meta['val'] whose unused slot has no type", partly_used,
+                partly_used_split.name),
+               ("an unbind result without meta['val'] read other than through getitem", unbound, unbind.name)]
+    for what, gm, expected_node in unknown:
+        try:
+            passcheck_fx.export_graph(gm)
+            fail(f"{what}: exported without an error")
+        except passcheck_fx.ExportError as error:
+            if f"'{expected_node}'" in str(error):
+                print(f"ok {what}: {error}")
+            else:
+                fail(f"{what}: the error does not name node '{expected_node}': {error}")
+        except Exception as error:  # noqa: BLE001
+            fail(f"{what}: {type(error).__name__} instead of ExportError: {error}")
     # Node metadata in PyTorch 2.x's spellings maps to passcheck's keys, and the text runs.
     import enum
 

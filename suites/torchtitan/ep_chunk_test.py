@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torchtitan graph_trainer's EP chunk pass on deepseek_v3 (CPU), verified bit for bit.
 
-  ep_chunk_test.py PASSCHECK [--mode batch|seq|all] [--workdir DIR] [--json FILE]
+  ep_chunk_test.py PASSCHECK [batch|seq|all] [--mode batch|seq|all] [--workdir DIR] [--json FILE]
 
 For each mode, passcheck_fx.titan.ep_chunk.verify_ep_chunk traces the step the way
 graph_trainer does with graph EP chunking on, runs graph_trainer's chunk pass, and checks:
@@ -147,6 +147,8 @@ def summary(result):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("passcheck")
+    parser.add_argument("mode_arg", nargs="?", choices=["batch", "seq", "all"], metavar="MODE",
+                        help="as --mode (CTest passes it so)")
     parser.add_argument("--mode", default="all", choices=["batch", "seq", "all"])
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--json", default=None, help="write the result dicts here")
@@ -154,7 +156,8 @@ def main():
     if not (os.path.isfile(args.passcheck) and os.access(args.passcheck, os.X_OK)):
         print(f"ep_chunk_test: {args.passcheck} is not an executable passcheck binary", file=sys.stderr)
         return 2
-    modes = ep_chunk.MODES if args.mode == "all" else (args.mode,)
+    mode = args.mode_arg or args.mode
+    modes = ep_chunk.MODES if mode == "all" else (mode,)
     failed, results = [], {}
     for mode in modes:
         start = time.perf_counter()

@@ -30,6 +30,7 @@ args = parser.parse_args()
 CASES = {  # pass -> generator flag
     "sac_remat_default": "--models", "sac_remat_full": "--models", "sac_remat_eager": "--models",
     "cleanup_then_sac": "--models", "canonicalize": "--situations", "eliminate_dead_code": "--situations",
+    "min_cut_sac_default": "--models",
 }
 env = dict(os.environ, PYTHONPATH=os.path.join(support.SOURCE_DIR, "python"))
 

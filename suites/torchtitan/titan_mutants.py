@@ -30,8 +30,9 @@ def _rewire_first_recomputed_input(gm):
 
 
 def sac_remat_wrong_input(gm, example_inputs=None):
-    """graph_trainer's default SAC + remat, then one recomputed node reads a wrong input."""
-    _, remat = sac.tag_and_remat(gm, "default")
+    """graph_trainer's default SAC + remat (on the relabelled graph, where its remat acts),
+    then one recomputed node reads a wrong input."""
+    _, remat = sac.tag_and_remat(sac.relabel_accumulations(gm), "default")
     return _rewire_first_recomputed_input(remat)
 
 
@@ -51,7 +52,10 @@ def canonicalize_cancels_any_transposes(gm, example_inputs=None):
     return upstream_passes.canonicalize(gm)
 
 
+# name -> (mutant, the check that must catch it): verify_pass on torchtitan's llama3
+# (verify_pass_test.py), or a fuzz campaign on the cleanup situations (fuzz_test.py; no
+# transpose pair with two different dimension pairs occurs in llama3's graph).
 MUTANTS = {
-    "sac_remat_wrong_input": sac_remat_wrong_input,
-    "canonicalize_cancels_any_transposes": canonicalize_cancels_any_transposes,
+    "sac_remat_wrong_input": (sac_remat_wrong_input, "verify_pass"),
+    "canonicalize_cancels_any_transposes": (canonicalize_cancels_any_transposes, "fuzz --situations"),
 }

@@ -13,22 +13,29 @@ from passcheck_fx.titan import PassVerificationError, models, upstream_passes, v
 passcheck = support.passcheck_binary()
 step = models.trace_step("llama3")
 
-report = verify_pass(upstream_passes.sac_remat_default, step=step, steps=2, passcheck=passcheck)
+# As shipped, graph_trainer's remat skips every layer on llama3 (upstream bug, see
+# upstream_bugs/): verify_pass says the graph is unchanged, and require_change fails it.
+report = verify_pass(upstream_passes.sac_remat_default, step=step, steps=2, passcheck=passcheck,
+                     raise_on_failure=False, require_change=True)
+print(report.summary())
+support.check(not report.changed and not report.ok and "unchanged" in report.summary(),
+              "graph_trainer's remat as shipped should leave llama3's graph unchanged (the known upstream bug); "
+              "if it now changes it, the bug is fixed: update upstream_bugs/ and this test")
+report = verify_pass(upstream_passes.sac_remat_default_relabelled, step=step, steps=2, passcheck=passcheck,
+                     require_change=True)
 print(report.summary())
 support.check(report.ok and report.figures["nodes after"] > report.figures["nodes before"],
-              "the default SAC + remat pass should verify and recompute nodes")
+              "the default SAC + remat pass on the relabelled graph should verify and recompute nodes")
 
 import titan_mutants  # noqa: E402
-for name, mutant in titan_mutants.MUTANTS.items():
+for name, (mutant, harness) in titan_mutants.MUTANTS.items():
+    if harness != "verify_pass":
+        continue
     try:
         report = verify_pass(mutant, step=step, steps=2, passcheck=passcheck)
     except PassVerificationError as error:
         print(f"mutant {name}: caught\n{error}")
         support.check("replay:" in str(error), f"mutant {name}: the failure names no replay command")
-        continue
-    if name == "canonicalize_cancels_any_transposes" and report.figures["nodes after"] == report.figures["nodes before"]:
-        print(f"mutant {name}: not triggered by llama3 (no transpose pair with other dimensions); the fuzz test "
-              "covers it")
         continue
     support.check(False, f"mutant {name} was not caught: {report.summary()}")
 

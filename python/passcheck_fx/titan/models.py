@@ -38,11 +38,17 @@ def _registry_and_annotation(name):
     raise ValueError(f"unknown torchtitan model {name!r}: expected one of {', '.join(MODELS)}")
 
 
-def build_model(name, seed=0, annotate=True):
+def build_model(name, seed=0, annotate=True, n_layers=None):
     """torchtitan's `name` debug model on the CPU in float32, initialised from `seed` the
-    way torchtitan initialises it (built on meta, materialised, `init_states`)."""
+    way torchtitan initialises it (built on meta, materialised, `init_states`).
+    n_layers: keep only the config's first n_layers transformer blocks (a smaller model
+    for a minimized repro; deepseek_v3's debug model has 1 dense layer, then MoE layers)."""
     spec, annotate_fn = _registry_and_annotation(name)
     config = spec.model
+    if n_layers is not None:
+        if not 1 <= n_layers <= len(config.layers):
+            raise ValueError(f"{name}: n_layers must be in [1, {len(config.layers)}], not {n_layers}")
+        config.layers = config.layers[:n_layers]
     torch.manual_seed(seed)
     with torch.device("meta"):
         model = config.build()
@@ -72,6 +78,7 @@ class TitanStep:
     batch: int
     seq: int
     seed: int
+    n_layers: int = None  # build_model's n_layers (None: the debug config's)
 
     @property
     def gm(self):
@@ -108,14 +115,14 @@ class TitanStep:
 
 
 def trace_step(name, seed=0, batch=DEFAULT_BATCH, seq=DEFAULT_SEQ, prepare_inputs=None, prepare_call_inputs=None,
-               model=None):
+               model=None, n_layers=None):
     """Build torchtitan's `name` debug model and trace one training step with graph_trainer's
     tracer. `prepare_inputs`/`prepare_call_inputs` are handed to the tracer as graph_trainer's
     trainer hands its pass preparers (the EP chunk pass marks its dynamic dimension so)."""
     from torchtitan.experiments.graph_trainer.make_fx_tracer import minimal_fx_tracer
     from torchtitan.experiments.graph_trainer.trainer import make_fwd_bwd_step
     if model is None:
-        model, config = build_model(name, seed)
+        model, config = build_model(name, seed, n_layers=n_layers)
     else:
         config = _registry_and_annotation(name)[0].model
     loss_fn = make_loss()
@@ -127,7 +134,7 @@ def trace_step(name, seed=0, batch=DEFAULT_BATCH, seq=DEFAULT_SEQ, prepare_input
     step_fn = make_fwd_bwd_step(model, loss_fn)
     traced = minimal_fx_tracer(step_fn, module=model, prepare_inputs=prepare_inputs,
                                prepare_call_inputs=prepare_call_inputs)(*args)
-    return TitanStep(name, model, config, loss_fn, step_fn, args, traced, batch, seq, seed)
+    return TitanStep(name, model, config, loss_fn, step_fn, args, traced, batch, seq, seed, n_layers)
 
 
 def run_graph(step, gm=None, model=None):

@@ -46,11 +46,20 @@ class PassVerification:
     def ok(self):
         return not self.failures
 
+    @property
+    def changed(self):
+        """Whether the pass changed what the graph computes (its nodes, not only their
+        metadata): an unchanged graph verifies trivially, which is worth knowing about a
+        pass meant to act on this model."""
+        return self.figures.get("graph changed") == "yes"
+
     def summary(self):
         lines = [f"{self.pass_name} on torchtitan {self.model}: "
                  + ("verified" if self.ok else f"{len(self.failures)} failure(s)") + f" ({self.seconds:.1f} s)"]
         for key, value in self.figures.items():
             lines.append(f"  {key}: {value}")
+        if not self.changed and not self.failures:
+            lines.append("  NOTE: the pass left the graph's computation unchanged: only the identity was verified")
         for failure in self.failures:
             lines.append(f"  FAILED: {failure}")
         lines.append(f"  replay: {self.replay}")
@@ -79,11 +88,13 @@ def _call_pass(pass_fn, gm, example_inputs, options):
 
 
 def verify_pass(pass_fn, model="llama3", steps=5, *, seed=0, batch=models.DEFAULT_BATCH, seq=models.DEFAULT_SEQ,
-                options=None, passcheck=None, workdir=None, raise_on_failure=True, step=None):
+                options=None, passcheck=None, workdir=None, raise_on_failure=True, step=None, require_change=False):
     """Verifies `pass_fn` on torchtitan's `model` debug graph; see the module's text.
     `options` are keyword arguments for the pass; `step` reuses an already traced
-    models.TitanStep. Returns a PassVerification; raises PassVerificationError on a
-    failure unless `raise_on_failure` is False."""
+    models.TitanStep; `require_change` makes a pass that leaves the graph unchanged a
+    failure (a pass that should act on this model but silently does nothing). Returns a
+    PassVerification; raises PassVerificationError on a failure unless
+    `raise_on_failure` is False."""
     started = time.time()
     passcheck = tools.find_passcheck(passcheck)
     work = tools.workdir(workdir)
@@ -108,6 +119,11 @@ def verify_pass(pass_fn, model="llama3", steps=5, *, seed=0, batch=models.DEFAUL
     else:
         after_kinds = {a: kinds[b] for a, b in zip(after_inputs, before_inputs)}
         tools.export(gm, files["after"], after_kinds)
+        before_text, after_text = open(files["before"]).read(), open(files["after"]).read()
+        changed = _computation(before_text) != _computation(after_text)
+        figures["graph changed"] = "yes" if changed else ("only its metadata" if before_text != after_text else "no")
+        if require_change and not changed:
+            failures.append("the pass left the graph's computation unchanged (require_change)")
         equal, report = tools.equiv(passcheck, files["before"], files["after"], files["inputs"])
         figures["passcheck equiv"] = "bit for bit equal" if equal else "differs"
         if not equal:
@@ -127,6 +143,11 @@ def verify_pass(pass_fn, model="llama3", steps=5, *, seed=0, batch=models.DEFAUL
     if failures and raise_on_failure:
         raise PassVerificationError(result.summary())
     return result
+
+
+def _computation(text):
+    """The graph text without node metadata (`#{...}`): what the graph computes."""
+    return "\n".join(line.split("  #{", 1)[0] for line in text.splitlines())
 
 
 def _compare_training(step, gm, steps, failures):
