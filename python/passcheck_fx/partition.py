@@ -125,6 +125,14 @@ def partition_passcheck_joint(gm, partition):
     aot = copy.deepcopy(gm)
     graph = aot.graph
     backward = _backward_nodes(graph)
+    # AOTAutograd tags every joint node forward or backward; torch 2.x's default_partition
+    # takes the forward to end at the last node tagged forward (untagged, it would be the
+    # last primal, and the whole forward would be recomputed in the backward), and every
+    # partitioner pins an in-place op not tagged backward in the forward.
+    for node in graph.nodes:
+        if node.op == "call_function" and node.meta.get("partitioner_tag") not in ("must_be_in_forward",
+                                                                                  "must_be_in_backward"):
+            node.meta["partitioner_tag"] = "is_backward" if node in backward else "is_forward"
     roots = [n for n in graph.nodes if n in backward and not any(a in backward for a in n.all_input_nodes)]
     # The tangent is ones_like of the loss; other backward nodes that read only forward
     # values (a mask eq(x, w) of a minimum's backward) stay nodes, unclaimed as in an

@@ -508,6 +508,10 @@ def prepare_for_export(gm, substitute_scatter=False):
             own = dict(node.meta.get("passcheck") or {})
             own["phase"] = "forward"
             node.meta["passcheck"] = own
+            # The exporter lets PyTorch's backward flags win over the recorded phase (a
+            # remat's copies): off on this copy (node_copy gave each node its own meta dict).
+            for key in ("autograd_backward", "partitioner_tag", "is_backward"):
+                node.meta.pop(key, None)
             facts["rephased_to_forward"].append(node.name)
 
     if substitute_scatter:
