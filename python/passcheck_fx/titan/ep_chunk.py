@@ -837,7 +837,8 @@ def verify_ep_chunk(mode, passcheck=None, workdir=None, threads=None, batch=None
                        "has the chunk symbol in its shape (here the shared experts' w1/w3 input gradients: the "
                        "token-matrix mm result viewed back to [B, S, D]). Fix: create the shape nodes and the view "
                        "together after the "
-                       "materialized value (verified below as gt_early_fixed)")
+                       "materialized value (verified below as gt_early_fixed). Minimized: "
+                       "suites/torchtitan/upstream_bugs/ep_chunk_default_config_fails_lint.py")
         else:
             problems.append(f"graph_trainer's default chunk pass failed unexpectedly: {message}")
     del default
@@ -916,7 +917,8 @@ def verify_ep_chunk(mode, passcheck=None, workdir=None, threads=None, batch=None
                            "puts chunk 1's tokens of batch 0 where batch 1's first half belongs (shared_experts w1/w3 "
                            "input gradients). Moving the cat across a reshape is only valid when the elements before "
                            "the chunked extent agree on both sides (true in batch mode). Latent today: the lint failure "
-                           "stops the pass first")
+                           "stops the pass first. Minimized: suites/torchtitan/upstream_bugs/"
+                           "ep_chunk_seq_early_accumulation_wrong_gradients.py")
             else:
                 difference(f"graph_trainer's early gradient accumulation (with the insertion fix): "
                            f"{cmp['differ_count']} outputs differ from eager chunking", "unclassified", "review")
