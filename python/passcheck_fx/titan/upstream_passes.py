@@ -11,6 +11,8 @@ joint graph looks to the pass as its own tracer's graph does.
     passcheck fuzz --situations --python-pass passcheck_fx.titan.upstream_passes:canonicalize
 """
 
+import torch
+
 _POLICIES = {
     "must_save": "MUST_SAVE",
     "prefer_save": "PREFER_SAVE",
@@ -21,9 +23,18 @@ _POLICIES = {
 
 def graph_trainer_meta(gm):
     """Adds graph_trainer's metadata keys from passcheck's (in place); returns gm."""
+    import operator
     from torch.utils.checkpoint import CheckpointPolicy
     for node in gm.graph.nodes:
         own = node.meta.get("passcheck")
+        if node.op == "call_function" and node.target is operator.getitem and not isinstance(own, dict):
+            # The Python writer's getitems of a multi-output node carry no record; as in
+            # graph_trainer's trace, they belong to their parent's phase and module.
+            parent = node.args[0]
+            for key in ("autograd_backward", "custom", "seq_nr"):
+                if isinstance(parent, torch.fx.Node) and key in parent.meta:
+                    node.meta[key] = parent.meta[key]
+            continue
         if not isinstance(own, dict):
             continue
         if own.get("phase") == "backward":
