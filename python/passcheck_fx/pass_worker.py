@@ -84,8 +84,10 @@ def load_case(path):
         _fail(EXIT_BAD_GRAPH, "cannot rebuild the graph from %s:\n%s" % (path, traceback.format_exc()))
 
 
-def result_module(original, result):
-    """The GraphModule a pass produced, from any of the return conventions."""
+def graph_module_of(original, result):
+    """The GraphModule a pass produced, from any of the return conventions (None: the
+    original, rewritten in place; a GraphModule; an object with .graph_module; a Graph);
+    TypeError for anything else."""
     import torch.fx
     if result is None:
         return original
@@ -96,8 +98,16 @@ def result_module(original, result):
         return inner
     if isinstance(result, torch.fx.Graph):
         return torch.fx.GraphModule(original, result)
-    _fail(EXIT_BAD_RESULT, "the pass returned %s; expected None, a GraphModule or an object with .graph_module"
-          % type(result).__name__)
+    raise TypeError("the pass returned %s; expected None, a GraphModule or an object with .graph_module"
+                    % type(result).__name__)
+
+
+def result_module(original, result):
+    """graph_module_of, a wrong return type ending the worker with EXIT_BAD_RESULT."""
+    try:
+        return graph_module_of(original, result)
+    except TypeError as error:
+        _fail(EXIT_BAD_RESULT, str(error))
 
 
 def run_pass(spec, graph, out):

@@ -92,34 +92,27 @@ TEST(PassesTextRunner, FailsACaseWhenAMutantReplacesItsPass) {
   EXPECT_GT(failed, 0) << "no remat case failed with mutant-remat-fresh-rng in place of remat";
 }
 
-// The min-cut case written from the torchtitan comparison fails when the CPU attention
-// kernel is recomputable again.
-TEST(PassesTextRunner, FailsTheMinCutCaseWhenCpuAttentionIsRecomputed) {
+// A case written from the torchtitan comparison passes with the real pass and fails with
+// the mutant that restores the bug it was written for.
+void expect_case_tells_mutant(const std::string& case_name, const std::string& pass, const std::string& mutant) {
   for (const TextCase& c : catalogue().cases) {
-    if (c.name != "min-cut-saves-cpu-flash-attention") continue;
+    if (c.name != case_name) continue;
     EXPECT_TRUE(graph_files::run_text_case(c, mutants::registry_with_mutants()).problems.empty());
-    EXPECT_FALSE(graph_files::run_text_case(c, mutants::registry_with_mutants(),
-                                            {{"partition-min-cut", "mutant-partition-min-cut-recomputes-cpu-attention"}})
-                     .problems.empty())
-        << "the case passes with min-cut recomputing the CPU attention kernel";
+    EXPECT_FALSE(graph_files::run_text_case(c, mutants::registry_with_mutants(), {{pass, mutant}}).problems.empty())
+        << "case " << case_name << " passes with " << mutant << " in place of " << pass;
     return;
   }
-  ADD_FAILURE() << "no text case min-cut-saves-cpu-flash-attention";
+  ADD_FAILURE() << "no text case " << case_name;
 }
 
-// The cudagraph case written from the torchtitan comparison fails when float32
-// _grouped_mm is captured again.
+TEST(PassesTextRunner, FailsTheMinCutCaseWhenCpuAttentionIsRecomputed) {
+  expect_case_tells_mutant("min-cut-saves-cpu-flash-attention", "partition-min-cut",
+                           "mutant-partition-min-cut-recomputes-cpu-attention");
+}
+
 TEST(PassesTextRunner, FailsTheGroupedMmCaseWhenItIsCaptured) {
-  for (const TextCase& c : catalogue().cases) {
-    if (c.name != "cudagraph-leaves-float32-grouped-mm-eager") continue;
-    EXPECT_TRUE(graph_files::run_text_case(c, mutants::registry_with_mutants()).problems.empty());
-    EXPECT_FALSE(graph_files::run_text_case(c, mutants::registry_with_mutants(),
-                                            {{"cudagraph", "mutant-cudagraph-captures-grouped-mm-fallback"}})
-                     .problems.empty())
-        << "the case passes with float32 _grouped_mm captured";
-    return;
-  }
-  ADD_FAILURE() << "no text case cudagraph-leaves-float32-grouped-mm-eager";
+  expect_case_tells_mutant("cudagraph-leaves-float32-grouped-mm-eager", "cudagraph",
+                           "mutant-cudagraph-captures-grouped-mm-fallback");
 }
 
 const TextCase& case_named(const std::string& name) {

@@ -25,3 +25,16 @@ def show(title, facts):
     print(title)
     for key, value in facts.items():
         print(f"  {key}: {value}")
+
+
+def exit_with_repro_verdict(main):
+    """Runs a repro script's main() and exits with its code: 1 the bug is there, 0 fixed.
+    An uncaught exception would exit 1 too and read as "still buggy": it exits 2."""
+    try:
+        code = main()
+    except Exception as error:  # noqa: BLE001 - anything unexpected is not the bug
+        import traceback
+        traceback.print_exc()
+        print(f"UNEXPECTED: {type(error).__name__}: {str(error)[:400]}")
+        code = 2
+    sys.exit(code)

@@ -148,19 +148,25 @@ def _module_fqn(node):
     return node.meta.get("custom", {}).get("module_fqn", "")
 
 
+def _gather_or_scatter(node, names):
+    """names[0] for an all_gather launch, names[1] for a reduce_scatter, else None."""
+    c10d = torch.ops._c10d_functional
+    if node.op != "call_function":
+        return None
+    if node.target in (c10d.all_gather_into_tensor.default, c10d.all_gather_into_tensor_out.default):
+        return names[0]
+    if node.target is c10d.reduce_scatter_tensor.default:
+        return names[1]
+    return None
+
+
 def _collective_launch_order(gm):
     """(kind, fqn-or-bucket, direction) of every gather/scatter launch in graph order."""
     from torchtitan.experiments.graph_trainer.fsdp_passes import _FSDP_BUCKET_META
-    c10d = torch.ops._c10d_functional
     order = []
     for node in gm.graph.nodes:
-        if node.op != "call_function":
-            continue
-        if node.target in (c10d.all_gather_into_tensor.default, c10d.all_gather_into_tensor_out.default):
-            kind = "AG"
-        elif node.target is c10d.reduce_scatter_tensor.default:
-            kind = "RS"
-        else:
+        kind = _gather_or_scatter(node, ("AG", "RS"))
+        if kind is None:
             continue
         meta = node.meta.get(_FSDP_BUCKET_META)
         if isinstance(meta, dict):
@@ -183,13 +189,8 @@ def _bucket_summary(gm):
         compute_prefix.append(compute_prefix[-1] + (1 if n.op == "call_function" and is_compute_node(n) else 0))
     buckets = []
     for node in nodes:
-        if node.op != "call_function":
-            continue
-        if node.target in (c10d.all_gather_into_tensor.default, c10d.all_gather_into_tensor_out.default):
-            kind = "all_gather"
-        elif node.target is c10d.reduce_scatter_tensor.default:
-            kind = "reduce_scatter"
-        else:
+        kind = _gather_or_scatter(node, ("all_gather", "reduce_scatter"))
+        if kind is None:
             continue
         meta = node.meta.get(_FSDP_BUCKET_META)
         # The tensors the bucket carries: the list argument of the bucketing op feeding it

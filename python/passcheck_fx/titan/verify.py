@@ -23,6 +23,7 @@ import time
 
 import torch
 
+from ..pass_worker import graph_module_of
 from . import models, tools
 
 
@@ -76,15 +77,7 @@ def _call_pass(pass_fn, gm, example_inputs, options):
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
     takes_inputs = len(positional) >= 2 or "example_inputs" in parameters
     result = pass_fn(gm, example_inputs, **options) if takes_inputs else pass_fn(gm, **options)
-    if result is None:
-        return gm
-    if isinstance(result, torch.fx.GraphModule):
-        return result
-    inner = getattr(result, "graph_module", None)
-    if isinstance(inner, torch.fx.GraphModule):
-        return inner
-    raise TypeError(f"the pass returned {type(result).__name__}; expected None, a GraphModule or an object "
-                    "with .graph_module")
+    return graph_module_of(gm, result)
 
 
 def verify_pass(pass_fn, model="llama3", steps=5, *, seed=0, batch=models.DEFAULT_BATCH, seq=models.DEFAULT_SEQ,

@@ -29,7 +29,8 @@ import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import support  # noqa: E402  (puts the source tree's python/ on the path)
 warnings.filterwarnings("ignore", message="In CPU autocast")
 
 
@@ -79,11 +80,4 @@ def main():
 
 
 
-try:
-    code = main()
-except Exception as error:  # noqa: BLE001 - an uncaught exception would exit 1, "still buggy"
-    import traceback
-    traceback.print_exc()
-    print(f"UNEXPECTED: {type(error).__name__}: {str(error)[:400]}")
-    code = 2
-sys.exit(code)
+support.exit_with_repro_verdict(main)
