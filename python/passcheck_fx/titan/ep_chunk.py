@@ -43,7 +43,6 @@ import contextlib
 import operator
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -52,6 +51,7 @@ import torch
 import torch.fx as fx
 
 from .. import exporter, load_outputs, save_inputs
+from . import tools
 
 MODES = ("batch", "seq")
 # graph_trainer's EpOverlapConfig: layers.* is the default module_fqn; seq chunking is only
@@ -59,8 +59,6 @@ MODES = ("batch", "seq")
 MODULE_FQN = {"batch": "layers.*", "seq": "layers.*.moe"}
 MODEL = "deepseek_v3"
 SCATTER_OP = "torchtitan::deterministic_scatter_add"
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 
 # ---- small helpers -----------------------------------------------------------------------
@@ -79,34 +77,18 @@ class _Timer:
 
 
 def find_passcheck(passcheck=None):
-    for candidate in (passcheck, os.environ.get("PASSCHECK_BINARY"),
-                      os.path.join(SOURCE_DIR, "build", "bin", "passcheck"), shutil.which("passcheck")):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    try:
+        return tools.find_passcheck(passcheck)
+    except FileNotFoundError:
+        return None
 
 
 def _call(passcheck, args, timeout=300):
-    """(exit code, stdout+stderr). The binary may be replaced for a moment while it is
-    rebuilt: a missing or busy file is retried."""
-    for attempt in range(20):
-        try:
-            proc = subprocess.run([passcheck] + [str(a) for a in args], stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, universal_newlines=True, timeout=timeout)
-            return proc.returncode, proc.stdout
-        except (FileNotFoundError, PermissionError, OSError) as error:  # ETXTBSY, being replaced
-            if attempt == 19:
-                return 127, f"cannot start {passcheck}: {error}"
-            time.sleep(3)
+    """(exit code, stdout+stderr)."""
+    return tools.run(passcheck, args, timeout)
 
 
-def _bitwise_equal(a, b):
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-        return a == b
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    return torch.equal(a.detach().contiguous().reshape(-1).view(torch.uint8),
-                       b.detach().contiguous().reshape(-1).view(torch.uint8))
+_bitwise_equal = tools.bitwise_equal
 
 
 def _compare(a, b, names):

@@ -52,15 +52,20 @@ class PasscheckError(RuntimeError):
     pass
 
 
+def run(passcheck, args, timeout=600):
+    """Runs passcheck: (exit code, stdout + stderr)."""
+    proc = subprocess.run([passcheck] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=timeout)
+    return proc.returncode, proc.stdout
+
+
 def call(passcheck, args, expect=(0,)):
     """Runs passcheck; returns (exit code, output). An exit code outside `expect` raises
     with the command and its output."""
-    proc = subprocess.run([passcheck] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True)
-    if proc.returncode not in expect:
-        raise PasscheckError("passcheck %s: exit %d\n%s" % (" ".join(map(str, args)), proc.returncode,
-                                                            proc.stdout[-4000:]))
-    return proc.returncode, proc.stdout
+    code, text = run(passcheck, args)
+    if code not in expect:
+        raise PasscheckError("passcheck %s: exit %d\n%s" % (" ".join(map(str, args)), code, text[-4000:]))
+    return code, text
 
 
 _RUN_PEAK = re.compile(r"peak live bytes (\d+) \(inputs (\d+)\)")
@@ -107,17 +112,18 @@ def recompute_tags(text):
     return tags
 
 
+def bitwise_equal(a, b):
+    """Same dtype, shape and bytes (NaNs and signed zeros compare exactly); non-tensors by ==."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return a == b
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return torch.equal(a.detach().contiguous().reshape(-1).view(torch.uint8),
+                       b.detach().contiguous().reshape(-1).view(torch.uint8))
+
+
 def bitwise_equal_lists(a, b):
     """Indexes where two lists of tensors differ in bits (shape, dtype or any byte)."""
-    differ = []
     if len(a) != len(b):
         return ["length %d vs %d" % (len(a), len(b))]
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x.shape != y.shape or x.dtype != y.dtype:
-            differ.append(i)
-            continue
-        xb = x.detach().contiguous().reshape(-1)
-        yb = y.detach().contiguous().reshape(-1)
-        if xb.numel() and not torch.equal(xb.view(torch.uint8), yb.view(torch.uint8)):
-            differ.append(i)
-    return differ
+    return [i for i, (x, y) in enumerate(zip(a, b)) if not bitwise_equal(x, y)]
