@@ -118,7 +118,7 @@ def verify_pass(pass_fn, model="llama3", steps=5, *, seed=0, batch=models.DEFAUL
         if require_change and not changed:
             failures.append("the pass left the graph's computation unchanged (require_change)")
         equal, report = tools.equiv(passcheck, files["before"], files["after"], files["inputs"])
-        figures["passcheck equiv"] = "bit for bit equal" if equal else "differs"
+        figures["equivalence (passcheck equiv)"] = "bit for bit equal" if equal else "differs"
         if not equal:
             failures.append("passcheck's executor: the graph after the pass computes other bits: " + " | ".join(report))
         memory = {label: tools.run_figures(passcheck, files[label], files["inputs"]) for label in ("before", "after")}
