@@ -16,3 +16,9 @@ support.check(not result["failures"], f"{model}: " + "; ".join(result["failures"
 parts = result["partitioners"]
 support.check(parts["torch min_cut"]["saved_bytes"] <= parts["torch default_partition"]["saved_bytes"],
               f"{model}: min-cut saves more than the default partition: {parts}")
+# default_partition keeps the forward in the forward: it saves activations and its backward
+# is about the joint's backward (it recomputed the whole forward when the joint conversion
+# left the forward untagged).
+support.check(parts["torch default_partition"]["saved_activation_bytes"] > 0
+              and parts["torch default_partition"]["backward_nodes"] < parts["passcheck partition-min-cut"]["backward_nodes"],
+              f"{model}: default_partition saves no activation or recomputes more than min-cut: {parts}")
