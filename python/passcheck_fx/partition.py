@@ -117,6 +117,44 @@ def _copy_into(target_graph, env, source_node):
     return copied
 
 
+# In-place overloads whose functional twin has another overload name.
+_FUNCTIONAL_OVERLOAD = {"aten::bernoulli_.float": "p"}
+
+
+def functionalize_private_temporaries(gm):
+    """Rewrites in-place updates of private temporaries (`x.add_(eps)` on a value no
+    later node reads but through the update's result) into their functional overloads,
+    as AOTAutograd's functionalization would record them. PyTorch's partitioners take
+    such a functional joint: they pin an in-place op in the forward, and fail on an
+    in-place random draw (a dropout's bernoulli_ on its empty_like) they are asked to
+    recompute. graph_trainer's tracer keeps rms_norm's in-place eps add; passcheck's
+    tracer keeps dropout's bernoulli_. Returns how many nodes were rewritten."""
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    rewritten = 0
+    for node in list(gm.graph.nodes):
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+            continue
+        name = target._schema.name.split("::")[-1]
+        if not name.endswith("_") or name.endswith("__") or not node.args:
+            continue
+        written = node.args[0]
+        if not isinstance(written, torch.fx.Node) or written.op != "call_function":
+            continue  # an input's update is a real side effect: kept
+        if any(order[u] > order[node] for u in written.users if u is not node):
+            continue  # the temporary is read again after its update
+        packet = getattr(torch.ops.aten, name[:-1], None)
+        overload = _FUNCTIONAL_OVERLOAD.get(target._schema.name + "." + target._overloadname, target._overloadname)
+        functional = getattr(packet, overload, None) if packet is not None else None
+        if functional is None:
+            continue
+        node.target = functional
+        rewritten += 1
+    if rewritten:
+        gm.recompile()
+    return rewritten
+
+
 def partition_passcheck_joint(gm, partition):
     """Runs `partition` (functorch's calling convention: partition(joint, inputs) ->
     (forward, backward)) on the joint GraphModule passcheck wrote; returns a

@@ -30,7 +30,7 @@ def _passcheck_form(step, gm):
     backward phase (passcheck's and AOTAutograd's `partitioner_tag`) for the autograd
     engine's nodes and the loss's gradient seed, input kinds."""
     gm = copy.deepcopy(gm)
-    functionalize_private_temporaries(gm)
+    fx_partition.functionalize_private_temporaries(gm)
     kinds = step.kinds()
     for node in gm.graph.nodes:
         if node.op == "placeholder":
@@ -42,37 +42,6 @@ def _passcheck_form(step, gm):
                 and node.users and all(u.meta.get("autograd_backward") for u in node.users)):
             _mark_backward(node)
     return gm
-
-
-def functionalize_private_temporaries(gm):
-    """Rewrites in-place updates of private temporaries (`x.add_(eps)` on a value no
-    later node reads but through the update's result) into their functional overloads,
-    as AOTAutograd's functionalization would record them. PyTorch's partitioners take
-    such a functional joint; graph_trainer's tracer keeps rms_norm's in-place eps add,
-    which they would pin in the forward. Returns how many nodes were rewritten."""
-    order = {n: i for i, n in enumerate(gm.graph.nodes)}
-    rewritten = 0
-    for node in list(gm.graph.nodes):
-        target = node.target
-        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
-            continue
-        name = target._schema.name.split("::")[-1]
-        if not name.endswith("_") or name.endswith("__") or not node.args:
-            continue
-        written = node.args[0]
-        if not isinstance(written, torch.fx.Node) or written.op != "call_function":
-            continue  # an input's update is a real side effect: kept
-        if any(order[u] > order[node] for u in written.users if u is not node):
-            continue  # the temporary is read again after its update
-        packet = getattr(torch.ops.aten, name[:-1], None)
-        functional = getattr(packet, target._overloadname, None) if packet is not None else None
-        if functional is None:
-            continue
-        node.target = functional
-        rewritten += 1
-    if rewritten:
-        gm.recompile()
-    return rewritten
 
 
 def _mark_backward(node):

@@ -126,6 +126,8 @@ def _min_cut_after_sac(gm, policy):
     from .. import partition
     from .sac import graph_trainer_policy
     graph_trainer_meta(gm)
+    # AOTAutograd hands the partitioner a functional joint (graph_trainer's joint mode too).
+    partition.functionalize_private_temporaries(gm)
     tag_sac_policy(gm, policy_fn=graph_trainer_policy(policy))
     return partition.partition_passcheck_joint(gm, min_cut_rematerialization_partition)
 
