@@ -152,6 +152,16 @@ const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx) 
   return nullptr;
 }
 
+bool has_fixed_address(const ir::Module& module, size_t p, size_t i) {
+  const ir::ModulePart& part = module.parts[p];
+  const auto& source = part.input_sources[i];
+  if (!source) {
+    const ir::InputRole role = part.graph->inputs()[i]->role();
+    return role == ir::InputRole::Parameter || role == ir::InputRole::Buffer;
+  }
+  return module.parts.at(source->part).capture.has_value();
+}
+
 bool launches_work(const ir::Node& node) {
   if (exec::is_mutating(node) || exec::is_collective(node)) return true;
   if (exec::aliases_input(node)) return false;

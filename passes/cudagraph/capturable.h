@@ -45,6 +45,11 @@ c10::Device capture_device(const ir::Graph& graph, ir::CaptureSpec::Backend back
 /// "mutates-copied-input"), or nullptr when it is capturable.
 const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx);
 
+/// Whether part `p`'s input `i` keeps its address from call to call, so the wrapper keeps
+/// it static: module state (parameters and buffers), or an output of an earlier captured
+/// part. Every other input is copied into the wrapper's kept buffer.
+bool has_fixed_address(const ir::Module& module, size_t p, size_t i);
+
 /// True when `node` launches device work: it writes memory, is a collective, or has a
 /// tensor output that is not a view of an input. Views, reshapes and scalar plumbing
 /// launch nothing, so a captured graph of only those is not worth its buffers.

@@ -49,18 +49,6 @@ Segmentation segment(const std::vector<ir::Node*>& nodes, const std::vector<cons
   return s;
 }
 
-bool is_module_state(const ir::Value* input) {
-  return input->role() == ir::InputRole::Parameter || input->role() == ir::InputRole::Buffer;
-}
-
-// Whether part `p`'s input `i` keeps its address from call to call.
-bool has_fixed_address(const ir::Module& module, size_t p, size_t i) {
-  const ir::ModulePart& part = module.parts[p];
-  const auto& source = part.input_sources[i];
-  if (!source) return is_module_state(part.graph->inputs()[i]);
-  return module.parts.at(source->part).capture.has_value();
-}
-
 // The spec of captured part `p`: static inputs by the rule above (the guard
 // `input-changes-address` refuses the others), options and injected bugs.
 ir::CaptureSpec make_spec(const ir::Module& module, size_t p, ir::CaptureSpec::Backend backend,

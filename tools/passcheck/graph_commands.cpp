@@ -158,31 +158,16 @@ int run_equiv(const EquivArgs& args) {
 int run_capturable(const CapturableArgs& args) {
   return guarded("capturable", [&] {
     std::unique_ptr<ir::Graph> graph = graph_files::load_graph_file(args.file);
-    std::optional<c10::Device> device;
-    try {
-      device = c10::Device(args.device);
-    } catch (const c10::Error&) {
-      throw std::invalid_argument("--device '" + args.device + "': not a device (cpu, cuda, cuda:N)");
-    }
     // Only the types move: nothing runs, so no device is needed to ask what a capture on
     // it would refuse.
-    std::set<std::string> from;
-    std::vector<c10::Device> devices;
-    for (const ir::Value* in : graph->inputs())
-      if (in->meta() && from.insert(in->meta()->device.str()).second) devices.push_back(in->meta()->device);
-    for (const ir::Node* n : graph->nodes())
-      for (const ir::Value* v : n->outputs())
-        if (v->meta() && from.insert(v->meta()->device.str()).second) devices.push_back(v->meta()->device);
-    for (const c10::Device& d : devices)
-      if (d != *device) ir::retarget_device(*graph, d, *device);
-    // The wrapper's static inputs are the module state (parameters and buffers); every
-    // other input is copied into its kept buffer.
+    graph_files::retarget_graph(*graph, args.device, /*require_available=*/false);
+    // The cudagraph pass's static-input rule, on the graph as a one-part module.
+    const ir::Module module = ir::Module::of_graph(graph->clone());
     std::unordered_set<const ir::Value*> copied;
     std::vector<size_t> static_inputs;
     for (size_t i = 0; i < graph->inputs().size(); ++i) {
-      const ir::Value* in = graph->inputs()[i];
-      if (in->role() == ir::InputRole::Argument) copied.insert(in);
-      else static_inputs.push_back(i);
+      if (passes::has_fixed_address(module, 0, i)) static_inputs.push_back(i);
+      else copied.insert(graph->inputs()[i]);
     }
     const passes::CaptureContext ctx =
         passes::CaptureContext::of(*graph, ir::CaptureSpec::Backend::Replay, std::move(copied));
@@ -191,7 +176,7 @@ int run_capturable(const CapturableArgs& args) {
       if (const char* why = passes::why_not_capturable(*n, ctx))
         refused.push_back("%" + (n->outputs().empty() ? n->op() : n->outputs()[0]->name()) + " " + n->op() + ": " + why);
     std::cout << args.file << ": " << (graph->num_nodes() - refused.size()) << " of " << graph->num_nodes()
-              << " nodes capturable on " << device->str() << "\n";
+              << " nodes capturable on " << args.device << "\n";
     std::cout << "static inputs:";
     for (size_t i : static_inputs) std::cout << " " << i;
     std::cout << "\n";

@@ -126,7 +126,7 @@ std::string format_index(const std::vector<int64_t>& index) {
 
 }  // namespace
 
-size_t retarget_graph(ir::Graph& graph, const std::string& device_text) {
+size_t retarget_graph(ir::Graph& graph, const std::string& device_text, bool require_available) {
   std::optional<c10::Device> parsed;
   try {
     parsed = c10::Device(device_text);
@@ -134,7 +134,7 @@ size_t retarget_graph(ir::Graph& graph, const std::string& device_text) {
     throw std::invalid_argument("--device '" + device_text + "': not a device (cpu, cuda, cuda:N or meta)");
   }
   const c10::Device to = *parsed;
-  if (to.is_cuda() && !at::hasCUDA())
+  if (require_available && to.is_cuda() && !at::hasCUDA())
     throw std::invalid_argument("--device " + device_text + ": no CUDA device is available");
   size_t changed = 0;
   for (const c10::Device& from : devices_in(graph))

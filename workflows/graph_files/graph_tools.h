@@ -27,9 +27,10 @@ namespace passcheck::graph_files {
 std::unique_ptr<ir::Graph> load_graph_file(const std::string& path);
 
 /// Moves every tensor type and device argument of `graph` to `device` (meta, cpu and
-/// cuda alike); throws std::invalid_argument for cuda without a CUDA device. Returns how
-/// many types and arguments changed.
-size_t retarget_graph(ir::Graph& graph, const std::string& device);
+/// cuda alike); throws std::invalid_argument for cuda without a CUDA device, unless
+/// `require_available` is false (the graph is only analysed, never run there). Returns
+/// how many types and arguments changed.
+size_t retarget_graph(ir::Graph& graph, const std::string& device, bool require_available = true);
 
 /// The two input lists differ in names, dtypes, shapes, strides or devices: bad input.
 class InputMismatch : public std::invalid_argument {
