@@ -8,6 +8,7 @@
 #include "framework/exec/op_properties.h"
 
 #include "framework/exec/arg_check.h"
+#include "framework/exec/op_policy.h"
 #include "framework/exec/schema_args.h"
 #include "framework/ir/subgraph.h"
 #include "framework/ir/text.h"
@@ -270,7 +271,11 @@ class Verifier {
   void check_schemas() {
     for (const Node* n : g_.nodes()) {
       std::optional<c10::OperatorHandle> op = exec::find_operator(n->op());
-      if (!op) continue;
+      if (!op) {
+        if (std::optional<exec::ArgumentProblem> refused = exec::refusal(*n, nullptr))
+          issue(n->source_line > 0 ? exec::located(*n, *refused) : "node " + quoted(*n) + ": " + refused->message);
+        continue;
+      }
       for (const exec::ArgumentProblem& p : exec::check_arguments(*n, op->schema()))
         issue(n->source_line > 0 ? exec::located(*n, p) : "node " + quoted(*n) + ": " + p.message);
     }
@@ -405,8 +410,8 @@ std::vector<VerifierIssue> verify_graph(const ir::Graph& graph) {
       std::string where = g->subgraph_name().empty() ? "" : "subgraph '" + g->subgraph_name() + "': ";
       issues.push_back(VerifierIssue{where + "node " + quoted(*n) + ": " + problem});
     }
-  std::string cycle = ir::find_call_cycle(graph);
-  if (!cycle.empty()) issues.push_back(VerifierIssue{"subgraph calls recurse: " + cycle});
+  std::string nesting = ir::nesting_problem(graph);
+  if (!nesting.empty()) issues.push_back(VerifierIssue{nesting});
   return issues;
 }
 

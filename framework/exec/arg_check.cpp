@@ -4,6 +4,7 @@
 // where an int is expected is not.
 #include "framework/exec/arg_check.h"
 
+#include "framework/exec/op_policy.h"
 #include "framework/exec/schema_args.h"
 #include "framework/ir/text.h"
 
@@ -230,6 +231,7 @@ std::string enum_problem(const EnumDomain& domain, int64_t code) {
 
 std::vector<ArgumentProblem> check_arguments(const ir::Node& node, const c10::FunctionSchema& schema) {
   std::vector<ArgumentProblem> problems;
+  if (std::optional<ArgumentProblem> refused = refusal(node, &schema)) return {*refused};
   const auto& schema_args = schema.arguments();
   if (node.num_args() > schema_args.size()) {
     problems.push_back({std::nullopt, node.op() + " takes " + std::to_string(schema_args.size()) +

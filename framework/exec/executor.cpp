@@ -97,6 +97,11 @@ size_t Executor::num_nodes() const { return plans_.size(); }
 
 Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(graph), options_(options) {
   ensure_passcheck_ops_registered();
+  // Nested executors are built (and run) one level per call depth: bounded before any is.
+  if (graph.root() == &graph && graph.has_subgraphs()) {
+    std::string nesting = ir::nesting_problem(graph);
+    if (!nesting.empty()) throw ExecError(nesting);
+  }
   auto& slot_of = slot_of_;
   for (const ir::Value* in : graph.inputs()) slot_of[in] = num_slots_++;
   for (const ir::Node* node : graph.nodes())

@@ -93,39 +93,92 @@ size_t total_nodes(const Graph& top) {
   return n;
 }
 
-std::string find_call_cycle(const Graph& top) {
-  // Depth-first over the call graph; a subgraph met again while on the stack closes a cycle.
-  enum class Mark { Unvisited, OnStack, Done };
-  std::map<std::string, Mark> marks;
-  std::vector<std::string> stack;
+namespace {
+
+// The call graph of a nest walked depth first without recursion (a file can nest calls
+// thousands deep): for every graph, depth and expanded size from its callees', or the
+// first cycle met.
+struct CallWalk {
+  std::unordered_map<const Graph*, CallNesting> done;
   std::string cycle;
-  std::function<bool(const Graph&)> visit = [&](const Graph& g) {
-    for (const Node* n : g.nodes()) {
-      std::string callee = called_subgraph_name(*n);
-      const Graph* body = callee.empty() ? nullptr : g.find_subgraph(callee);
-      if (!body) continue;
-      Mark& mark = marks[callee];
-      if (mark == Mark::Done) continue;
-      if (mark == Mark::OnStack) {
-        auto from = std::find(stack.begin(), stack.end(), callee);
-        for (auto it = from; it != stack.end(); ++it) cycle += *it + " -> ";
-        cycle += callee;
-        return true;
-      }
-      mark = Mark::OnStack;
-      stack.push_back(callee);
-      if (visit(*body)) return true;
-      stack.pop_back();
-      mark = Mark::Done;
-    }
-    return false;
-  };
-  for (const Graph* g : graphs_of(top)) {
-    stack.assign(1, g->subgraph_name());
-    if (!g->subgraph_name().empty()) marks[g->subgraph_name()] = Mark::OnStack;
-    if (visit(*g)) return cycle;
-    if (!g->subgraph_name().empty()) marks[g->subgraph_name()] = Mark::Done;
+};
+
+std::vector<const Graph*> callees_of(const Graph& g) {
+  std::vector<const Graph*> out;
+  for (const Node* n : g.nodes()) {
+    std::string callee = called_subgraph_name(*n);
+    if (const Graph* body = callee.empty() ? nullptr : g.find_subgraph(callee)) out.push_back(body);
   }
+  return out;
+}
+
+uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+CallWalk walk_calls(const Graph& top) {
+  CallWalk walk;
+  struct Frame {
+    const Graph* graph;
+    std::vector<const Graph*> callees;
+    size_t next = 0;
+  };
+  std::unordered_set<const Graph*> on_stack;
+  for (const Graph* start : graphs_of(top)) {
+    if (walk.done.count(start)) continue;
+    std::vector<Frame> stack;
+    stack.push_back(Frame{start, callees_of(*start)});
+    on_stack.insert(start);
+    while (!stack.empty()) {
+      Frame& frame = stack.back();
+      if (frame.next < frame.callees.size()) {
+        const Graph* callee = frame.callees[frame.next++];
+        if (walk.done.count(callee)) continue;
+        if (on_stack.count(callee)) {
+          auto from = std::find_if(stack.begin(), stack.end(), [&](const Frame& f) { return f.graph == callee; });
+          for (auto it = from; it != stack.end(); ++it) walk.cycle += it->graph->subgraph_name() + " -> ";
+          walk.cycle += callee->subgraph_name();
+          return walk;
+        }
+        on_stack.insert(callee);
+        stack.push_back(Frame{callee, callees_of(*callee)});
+        continue;
+      }
+      CallNesting nesting;
+      nesting.expanded_nodes = frame.graph->num_nodes();
+      for (const Graph* callee : frame.callees) {
+        const CallNesting& inner = walk.done.at(callee);
+        nesting.depth = std::max(nesting.depth, inner.depth + 1);
+        nesting.expanded_nodes = saturating_add(nesting.expanded_nodes, inner.expanded_nodes);
+      }
+      walk.done[frame.graph] = nesting;
+      on_stack.erase(frame.graph);
+      stack.pop_back();
+    }
+  }
+  return walk;
+}
+
+}  // namespace
+
+std::string find_call_cycle(const Graph& top) { return walk_calls(top).cycle; }
+
+CallNesting call_nesting(const Graph& top) {
+  CallWalk walk = walk_calls(*top.root());
+  if (!walk.cycle.empty()) return CallNesting{SIZE_MAX, UINT64_MAX};
+  return walk.done.at(&top);
+}
+
+std::string nesting_problem(const Graph& top) {
+  CallWalk walk = walk_calls(*top.root());
+  if (!walk.cycle.empty()) return "subgraph calls recurse: " + walk.cycle;
+  const CallNesting& nesting = walk.done.at(top.root());
+  if (nesting.depth > kMaxCallDepth)
+    return "subgraph calls nest " + std::to_string(nesting.depth) + " deep; passcheck runs at most " +
+           std::to_string(kMaxCallDepth) + " levels";
+  if (nesting.expanded_nodes > kMaxExpandedNodes)
+    return "subgraph calls expand to " +
+           (nesting.expanded_nodes == UINT64_MAX ? std::string("more than 2^64") : std::to_string(nesting.expanded_nodes)) +
+           " nodes once every call is counted; passcheck runs or inlines at most " +
+           std::to_string(kMaxExpandedNodes) + " (a call tree that fans out)";
   return "";
 }
 
@@ -165,8 +218,8 @@ void inline_call(Graph& g, Node* call) {
 size_t inline_subgraphs(Graph& graph) {
   if (graph.root() != &graph) throw IrError("inline_subgraphs runs on a top graph, not on subgraph " + graph.subgraph_name());
   if (!graph.has_subgraphs()) return 0;
-  std::string cycle = find_call_cycle(graph);
-  if (!cycle.empty()) throw IrError("subgraph calls recurse: " + cycle);
+  std::string problem = nesting_problem(graph);
+  if (!problem.empty()) throw IrError(problem);
   size_t calls = 0;
   for (Node* n : graph.node_list())
     if (is_invoke_subgraph(*n)) {

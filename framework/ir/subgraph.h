@@ -9,6 +9,7 @@
 
 #include "framework/ir/graph.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,24 @@ std::vector<Graph*> graphs_of(Graph& top);
 size_t total_nodes(const Graph& top);
 /// One cycle of subgraph calls ("a -> b -> a"), or empty when calls never recurse.
 std::string find_call_cycle(const Graph& top);
+
+/// How deep a graph's calls nest and how many nodes it runs with every call expanded
+/// (a call node counts once plus its body's expanded size).
+struct CallNesting {
+  size_t depth = 0;             ///< 0: no calls; 1: calls of bodies without calls; ...
+  uint64_t expanded_nodes = 0;  ///< saturates at UINT64_MAX
+};
+/// Computed without recursion; depth SIZE_MAX when calls recurse.
+CallNesting call_nesting(const Graph& top);
+
+/// Bounds on a nest, checked before anything runs, inlines or walks calls recursively: a
+/// file of a few kilobytes can chain calls thousands deep (the executor and the inliner
+/// recurse once per level) or fan out to 2^40 nodes.
+inline constexpr size_t kMaxCallDepth = 64;
+inline constexpr uint64_t kMaxExpandedNodes = uint64_t(1) << 25;
+/// What makes `top`'s nest unusable (a cycle, too deep, too large once expanded); empty
+/// when it is within the bounds.
+std::string nesting_problem(const Graph& top);
 
 /// Replaces every call (recursively) by a copy of the body and drops the subgraph table;
 /// the flat graph runs the same kernels in the same order. Returns the calls inlined.

@@ -313,6 +313,13 @@ class Parser {
       const SourcePos pos = subgraph_pos_[cycle.substr(0, cycle.find(' '))];
       fail_at(pos.line, pos.column, "subgraph calls recurse: " + cycle);
     }
+    // Too deep or fanning out: located at the top graph's first call, where the nest starts.
+    std::string nesting = nesting_problem(*top_);
+    if (!nesting.empty()) {
+      for (const Node* n : top_->nodes())
+        if (is_invoke_subgraph(*n)) fail_at(n->source_op.line, n->source_op.column, nesting);
+      fail_at(1, 1, nesting);
+    }
   }
 
   // `(inputs):` nodes `return (...)` into graph_.

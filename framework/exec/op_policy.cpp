@@ -1,0 +1,66 @@
+// The refusal table (op_policy.h). Names come from LibTorch's operator registry: every
+// operator whose schema takes a file name, changes state outside the graph's values, or
+// documents itself as unchecked.
+#include "framework/exec/op_policy.h"
+
+namespace passcheck::exec {
+
+namespace {
+
+constexpr const char* kUnsafeArgument = "*(unsafe=True)";
+
+bool matches(const std::string& op, const char* pattern) {
+  std::string p(pattern);
+  if (p.size() > 3 && p.compare(p.size() - 3, 3, "::*") == 0) return op.compare(0, p.size() - 1, p, 0, p.size() - 1) == 0;
+  return op == p;
+}
+
+}  // namespace
+
+const std::vector<RefusedOperator>& refused_operators() {
+  static const std::vector<RefusedOperator> table = {
+      {"aten::from_file", "file system", "maps a file the graph names (shared=True writes through to it)"},
+      {"aten::save", "file system", "writes a file the graph names"},
+      {"debugprims::*", "file system", "loads tensors from files by name"},
+      {"aten::_print", "process output", "writes to the process's standard output"},
+      {"aten::manual_seed", "process state", "reseeds the process's default generator"},
+      {"aten::set_grad_enabled", "process state", "switches autograd for the whole thread"},
+      {"aten::_cufft_set_plan_cache_max_size", "device state", "resizes a device's FFT plan cache"},
+      {"aten::_cufft_clear_plan_cache", "device state", "clears a device's FFT plan cache"},
+      {"cuda::*", "device state", "sets the current device or synchronizes it"},
+      {"profiler::*", "process state", "starts and stops the process's profiler ranges"},
+      {"prim::*", "process state", "TorchScript interpreter operators (remote calls, threads, the interpreter's state)"},
+      {"symm_mem::*", "device state", "symmetric-memory operators share device memory across processes"},
+      {"aten::_sparse_coo_tensor_unsafe", "unchecked", "builds a sparse tensor without checking its indices"},
+      {"aten::_sparse_compressed_tensor_unsafe", "unchecked", "builds a sparse tensor without checking its indices"},
+      {"aten::_sparse_csr_tensor_unsafe", "unchecked", "builds a sparse tensor without checking its indices"},
+      {"aten::_sparse_csc_tensor_unsafe", "unchecked", "builds a sparse tensor without checking its indices"},
+      {"aten::_sparse_bsr_tensor_unsafe", "unchecked", "builds a sparse tensor without checking its indices"},
+      {"aten::_sparse_bsc_tensor_unsafe", "unchecked", "builds a sparse tensor without checking its indices"},
+      {kUnsafeArgument, "unchecked",
+       "skips the operator's bounds checks (segment_reduce, _index_put_impl_): indices past the data read and "
+       "write out of bounds"},
+  };
+  return table;
+}
+
+std::optional<ArgumentProblem> refusal(const ir::Node& node, const c10::FunctionSchema* schema) {
+  const std::string op = node.op_name();
+  for (const RefusedOperator& row : refused_operators()) {
+    if (row.pattern == kUnsafeArgument || !matches(op, row.pattern)) continue;
+    return ArgumentProblem{std::nullopt, op + " is refused (" + row.effect + "): it " + row.reason +
+                                             "; a graph may not reach outside passcheck's process (docs/security.md)"};
+  }
+  if (schema == nullptr) return std::nullopt;
+  const auto& args = schema->arguments();
+  for (size_t i = 0; i < args.size() && i < node.num_args(); ++i) {
+    const ir::Arg& a = node.arg(i);
+    if (args[i].name() == "unsafe" && a.kind == ir::Arg::Kind::Bool && a.b)
+      return ArgumentProblem{i, op + " argument 'unsafe': True is refused (unchecked): it skips the operator's "
+                                     "bounds checks, so the graph's indices could read and write out of bounds "
+                                     "(docs/security.md)"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace passcheck::exec
