@@ -27,6 +27,9 @@ class ReproError : public std::runtime_error {
   int line_;
 };
 
+/// The most ranks a sim-mesh repro may name: each simulated rank is a thread.
+inline constexpr long long kMaxSimMeshRanks = 256;
+
 struct Repro {
   std::string version;          ///< passcheck version that wrote the file
   std::string status = "pending";  ///< pending, failed, crash, timeout, passed

@@ -13,6 +13,26 @@ namespace passcheck::check {
 
 namespace {
 
+// A sim mesh runs one thread per rank: "dp=2,tp=2" with each size from 1 to
+// kMaxSimMeshRanks and their product at most that too. Empty when well formed.
+std::string sim_mesh_problem(const std::string& spec) {
+  std::stringstream ss(spec);
+  std::string dim;
+  long long world = 1;
+  while (std::getline(ss, dim, ',')) {
+    const size_t eq = dim.find('=');
+    if (eq == std::string::npos || eq == 0) return "expected NAME=SIZE pairs, e.g. dp=2,tp=2";
+    const std::string size = dim.substr(eq + 1);
+    if (size.empty() || size.size() > 6 || size.find_first_not_of("0123456789") != std::string::npos)
+      return "size of '" + dim.substr(0, eq) + "' is not a whole number from 1 to " + std::to_string(kMaxSimMeshRanks);
+    const long long n = std::stoll(size);
+    if (n < 1 || n > kMaxSimMeshRanks || world * n > kMaxSimMeshRanks)
+      return "more than " + std::to_string(kMaxSimMeshRanks) + " ranks (each simulated rank is a thread)";
+    world *= n;
+  }
+  return "";
+}
+
 constexpr const char* kMagic = "#! passcheck-repro 1";
 
 std::string one_line(const std::string& s) {
@@ -171,6 +191,8 @@ Repro parse_repro(const std::string& text, const std::string& path) {
       r.program = value;
     } else if (key == "sim-mesh") {
       if (value.empty()) throw ReproError(path, lineno, "empty sim mesh");
+      std::string problem = sim_mesh_problem(value);
+      if (!problem.empty()) throw ReproError(path, lineno, "sim-mesh '" + value.substr(0, 80) + "': " + problem);
       r.sim_mesh = value;
     } else if (key == "case") {
       r.case_description = value;
@@ -187,6 +209,9 @@ Repro parse_repro(const std::string& text, const std::string& path) {
   int last = static_cast<int>(lines.size());
   if (r.chunk.empty() != r.program.empty())
     throw ReproError(path, last, "a chunk case needs both '#! chunk: ...' and '#! program: ...'");
+  if (!r.sim_mesh.empty() && !r.program.empty())
+    throw ReproError(path, last, "a repro is one kind of case: '#! sim-mesh: ...' (a mesh case) and '#! program: ...' "
+                                 "(a chunk case) cannot both be given");
   if (!have_pipeline) throw ReproError(path, last, "missing '#! pipeline: ...'");
   if (!have_seed) throw ReproError(path, last, "missing '#! seed: ...'");
   if (section == Section::Header || trim(r.original).empty()) throw ReproError(path, last, "missing the '# original' graph section");

@@ -17,6 +17,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <netdb.h>
+#include <sys/socket.h>
 #ifdef PASSCHECK_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -158,6 +161,15 @@ RendezvousInfo rendezvous_from_environment() {
   const char* addr = std::getenv("MASTER_ADDR");
   if (!addr || !*addr) throw std::invalid_argument("environment variable MASTER_ADDR is not set");
   info.master_addr = addr;
+  // Resolved once here: the store would retry an unknown host until its timeout.
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int resolved = ::getaddrinfo(addr, nullptr, &hints, &found);
+  if (resolved != 0)
+    throw std::invalid_argument("environment variable MASTER_ADDR '" + std::string(addr).substr(0, 100) +
+                                "' does not resolve: " + ::gai_strerror(resolved));
+  ::freeaddrinfo(found);
   info.master_port = static_cast<int>(parse_int_variable("MASTER_PORT", 1, 65535));
   const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
   info.agent_store = agent && std::string(agent) == "True";

@@ -38,6 +38,9 @@ struct RankOutcome {
   std::string error;
 };
 
+/// The most ranks a SimWorld runs (one thread each).
+inline constexpr int64_t kMaxSimRanks = 256;
+
 class SimWorld {
  public:
   SimWorld(DeviceMesh mesh, SimOptions options = {});

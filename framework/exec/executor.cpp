@@ -1,6 +1,8 @@
 // Executor implementation: a plan per node (operator handle, argument converters,
 // output slots, values to release afterwards), then a tight loop of boxed calls.
 #include "framework/exec/executor.h"
+
+#include <ATen/detail/CUDAHooksInterface.h>
 #include "framework/exec/op_properties.h"
 
 #include "framework/exec/arg_check.h"
@@ -27,6 +29,24 @@ std::string describe_node(const ir::Node& node) {
 }
 
 namespace {
+
+// A device argument this machine does not have ("cuda:7" on a one-GPU machine, any CUDA
+// device without one): named here rather than by the CUDA runtime's error mid-run.
+std::string missing_device(const ir::Arg& arg) {
+  if (arg.kind == ir::Arg::Kind::List) {
+    for (const ir::Arg& item : arg.list) {
+      std::string missing = missing_device(item);
+      if (!missing.empty()) return missing;
+    }
+    return "";
+  }
+  if (arg.kind != ir::Arg::Kind::Device || !arg.device.is_cuda()) return "";
+  const int count = at::hasCUDA() ? at::detail::getCUDAHooks().deviceCount() : 0;
+  if (count == 0) return "device " + arg.device.str() + ", but no CUDA device is available";
+  if (arg.device.has_index() && arg.device.index() >= count)
+    return "device " + arg.device.str() + ", but this machine has " + std::to_string(count) + " CUDA device(s)";
+  return "";
+}
 // How one schema argument is produced at run time.
 struct ArgPlan {
   enum class Source { Constant, Slot, Build } source = Source::Constant;
@@ -138,6 +158,10 @@ Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(gra
     const c10::FunctionSchema& schema = plan.op.schema();
     const auto& schema_args = schema.arguments();
     std::vector<ArgumentProblem> problems = check_arguments(*node, schema);
+    for (size_t i = 0; i < node->num_args() && problems.empty(); ++i) {
+      std::string missing = missing_device(node->arg(i));
+      if (!missing.empty()) problems.push_back({i, node->op() + " argument '" + schema_args[i].name() + "': " + missing});
+    }
     if (!problems.empty()) {
       std::string message = located(*node, problems.front());
       if (problems.size() > 1) message += " (+" + std::to_string(problems.size() - 1) + " more)";

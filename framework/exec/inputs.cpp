@@ -1,5 +1,7 @@
 // Seeded input generation for graph files.
 #include "framework/exec/inputs.h"
+
+#include <ATen/detail/CUDAHooksInterface.h>
 #include "framework/ir/text.h"
 
 #include <ATen/ATen.h>
@@ -44,6 +46,9 @@ std::vector<c10::IValue> make_inputs(const ir::Graph& graph, const InputOptions&
     const ir::TensorMeta& m = *in->meta();
     if (m.device.is_cuda() && !at::hasCUDA())
       throw std::invalid_argument("input %" + in->name() + " lives on " + m.device.str() + " but no CUDA device is available");
+    if (m.device.is_cuda() && m.device.has_index() && m.device.index() >= at::detail::getCUDAHooks().deviceCount())
+      throw std::invalid_argument("input %" + in->name() + " lives on " + m.device.str() + " but this machine has " +
+                                  std::to_string(at::detail::getCUDAHooks().deviceCount()) + " CUDA device(s)");
     // Values are drawn on the CPU as a contiguous block, then laid out as the meta says.
     at::Tensor values;
     auto cpu = at::TensorOptions().device(at::kCPU);

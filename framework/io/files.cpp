@@ -53,6 +53,31 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// The one rule of every writer for what already exists at `path`: a symbolic link is
+// never written through or replaced (a repro or graph file may come with a link planted
+// next to it, and following it writes where the command line did not say), except the
+// standard streams' names under /dev and /proc; a file the user made read-only is never
+// replaced. Returns the mode of an existing regular file (0 when missing), which an
+// atomic replacement keeps.
+mode_t check_replaceable(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0;
+  if (S_ISLNK(st.st_mode)) {
+    if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0) return 0;
+    char target[4096];
+    ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    std::string to = n > 0 ? std::string(target, static_cast<size_t>(n)) : "?";
+    throw FileError("cannot write " + what + " '" + path + "': it is a symbolic link (to '" + to +
+                    "'); passcheck writes no file through a link: remove the link or name the file itself");
+  }
+  // By its mode bits too: the superuser's access() ignores them, but the file's owner said
+  // no one should write it.
+  if (S_ISREG(st.st_mode) && ((st.st_mode & 0222) == 0 || ::access(path.c_str(), W_OK) != 0))
+    throw FileError("cannot write " + what + " '" + path + "': it is read-only; passcheck does not replace a file "
+                    "you protected (make it writable or choose another name)");
+  return S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0;
+}
+
 }  // namespace
 
 PathKind kind_of(const std::string& path) {
@@ -90,7 +115,9 @@ std::string read_file(const std::string& path, const std::string& what, size_t m
 
 void write_file(const std::string& path, const std::string& content, const std::string& what, bool sync) {
   if (kind_of(path) == PathKind::Directory) throw FileError("cannot write " + what + " '" + path + "': it is a directory");
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  check_replaceable(path, what);
+  const bool stream_name = path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (stream_name ? 0 : O_NOFOLLOW), 0644);
   if (fd < 0) fail(what, path, "write", errno);
   write_all(fd, content, what, path);
   sync_and_close(fd, what, path, sync);
@@ -102,13 +129,14 @@ void write_file_atomically(const std::string& path, const std::string& content, 
   if (kind == PathKind::Other)
     throw FileError("cannot write " + what + " '" + path + "': it exists and is not a regular file (replacing it "
                     "would destroy a device, pipe or socket)");
+  const mode_t existing_mode = check_replaceable(path, what);
   // mkstemp: a unique name, so two writers of one path never share a temporary file.
   std::string tmp_template = directory_of(path) + "/.passcheck-XXXXXX";
   std::string tmp = tmp_template;
   int fd = ::mkstemp(tmp.data());
   if (fd < 0) fail(what, path, "write (temporary file in " + directory_of(path) + ")", errno);
   try {
-    ::fchmod(fd, 0644);
+    ::fchmod(fd, existing_mode != 0 ? existing_mode : 0644);  // a replaced file keeps its mode
     write_all(fd, content, what, path);
     sync_and_close(fd, what, path, sync);
   } catch (...) {
@@ -132,8 +160,15 @@ void check_writable(const std::string& path, const std::string& what) {
     throw FileError("cannot write " + what + " '" + path + "': directory '" + directory + "' does not exist");
   if (dir_kind != PathKind::Directory)
     throw FileError("cannot write " + what + " '" + path + "': '" + directory + "' is not a directory");
+  check_replaceable(path, what);
   const std::string& probe = kind == PathKind::Missing ? directory : path;
   if (::access(probe.c_str(), W_OK) != 0) fail(what, path, "write", errno);
+}
+
+void check_new_or_forced(const std::string& path, const std::string& what, bool force) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || force) return;
+  throw FileError(what + " '" + path + "' already exists; pass --force to replace it");
 }
 
 bool create_exclusively(const std::string& path, const std::string& what) {

@@ -46,6 +46,14 @@ void ensure_directory(const std::string& path, const std::string& what);
 /// is writable and `path` is not a directory. FileError with the reason otherwise.
 void check_writable(const std::string& path, const std::string& what);
 
+/// For outputs that must not silently replace earlier work (a repro file): FileError
+/// naming `path` and --force when something exists there and `force` is false.
+void check_new_or_forced(const std::string& path, const std::string& what, bool force);
+
+/// Every writer above refuses (FileError) to write through or replace a symbolic link
+/// (the standard streams' names under /dev and /proc excepted) and to replace a file
+/// without write permission; an atomic replacement keeps the replaced file's mode.
+
 /// The file's type for messages and checks.
 enum class PathKind { Missing, Regular, Directory, Other };
 PathKind kind_of(const std::string& path);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -24,6 +25,21 @@ ParseError::ParseError(const std::string& source, int line, int column, const st
 // ---- printing -----------------------------------------------------------------------
 
 namespace {
+
+// The devices a graph may name: the ones passcheck runs graphs on. LibTorch parses many
+// more ("mps", "xla", "hpu"), whose use ends in a dispatcher dump, not an error.
+constexpr const char* kGraphDevices = "a graph runs on cpu, cuda, cuda:N (N < 64) or meta";
+std::optional<c10::Device> graph_device(const std::string& text) {
+  if (text == "cpu") return c10::Device(c10::DeviceType::CPU);
+  if (text == "meta") return c10::Device(c10::DeviceType::Meta);
+  if (text == "cuda") return c10::Device(c10::DeviceType::CUDA);
+  if (text.rfind("cuda:", 0) != 0) return std::nullopt;
+  const std::string index = text.substr(5);
+  if (index.empty() || index.size() > 2 || index.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const int n = std::stoi(index);
+  if (n >= 64) return std::nullopt;
+  return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(n));
+}
 
 struct EnumName {
   int64_t value;
@@ -764,11 +780,9 @@ class Parser {
       size_t start = pos_;
       while (!at_end() && (word_char(peek()) || peek() == ':')) advance();
       std::string dev(text_.substr(start, pos_ - start));
-      try {
-        m.device = c10::Device(dev);
-      } catch (const std::exception&) {
-        fail_at(dline, dcol, "invalid device '" + dev + "'");
-      }
+      std::optional<c10::Device> parsed = graph_device(dev);
+      if (!parsed) fail_at(dline, dcol, "invalid device '" + dev.substr(0, 40) + "' (" + kGraphDevices + ")");
+      m.device = *parsed;
     }
     meta = std::move(m);
   }
@@ -878,11 +892,9 @@ class Parser {
       int dline = line_, dcol = col_;
       std::string dev = parse_string();
       expect(')');
-      try {
-        return Arg::dev(c10::Device(dev));
-      } catch (const std::exception&) {
-        fail_at(dline, dcol, "invalid device \"" + dev + "\"");
-      }
+      std::optional<c10::Device> parsed = graph_device(dev);
+      if (!parsed) fail_at(dline, dcol, "invalid device \"" + dev.substr(0, 40) + "\" (" + kGraphDevices + ")");
+      return Arg::dev(*parsed);
     }
     if (word.rfind("torch.", 0) == 0) {
       // The printer's form for values without a name: torch.dtype(N) and friends.

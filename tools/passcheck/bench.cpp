@@ -28,6 +28,7 @@ int run_bench(const BenchArgs& args) {
     subject_options.batch_size = args.batch_size;
     subject_options.seq_len = args.seq_len;
     apply_model_variant(subject_options, args.n_layers, args.dtype, args.attention, args.config);
+    check_training_memory(args.model, subject_options, FootprintShape{2, 1, 1, args.memory_budget});
     const bench::TrainingStepFigures f =
         bench::measure_training_step(args.model, subject_options, args.warmup, args.repeats);
     const double eager = f.eager_s, traced = f.traced_s;

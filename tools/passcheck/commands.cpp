@@ -59,19 +59,40 @@ std::string summarize(const c10::IValue& v) {
 
 }  // namespace
 
+std::string clip_message(const std::string& message) {
+  // A file's token can be megabytes long (a 100 MB value name): each word is cut to its
+  // ends, the message to a screenful, so an error names the problem without echoing it.
+  constexpr size_t kLongestWord = 160, kLongestMessage = 8192;
+  std::string out;
+  size_t i = 0;
+  while (i < message.size() && out.size() < kLongestMessage) {
+    size_t end = message.find_first_of(" \n\t", i);
+    if (end == std::string::npos) end = message.size();
+    const size_t length = end - i;
+    if (length > kLongestWord)
+      out += message.substr(i, 96) + "...[" + std::to_string(length) + " bytes]..." + message.substr(end - 32, 32);
+    else
+      out.append(message, i, length);
+    if (end < message.size()) out += message[end];
+    i = end + 1;
+  }
+  if (i < message.size()) out += "...[" + std::to_string(message.size() - i) + " more bytes]";
+  return out;
+}
+
 int guarded(const char* command, const std::function<int()>& body) {
   try {
     return body();
   } catch (const check::PassFailure& failure) {
-    std::cerr << "passcheck " << command << ": " << failure.what() << "\n";
+    std::cerr << "passcheck " << command << ": " << clip_message(failure.what()) << "\n";
     return 1;
   } catch (const check::ReproError& e) {
-    std::cerr << "passcheck " << command << ": " << (e.line() > 0 ? "malformed repro file: " : "error: ") << e.what()
-              << "\n";
+    std::cerr << "passcheck " << command << ": " << (e.line() > 0 ? "malformed repro file: " : "error: ")
+              << clip_message(e.what()) << "\n";
   } catch (const c10::Error& e) {
-    std::cerr << "passcheck " << command << ": error: " << e.what_without_backtrace() << "\n";
+    std::cerr << "passcheck " << command << ": error: " << clip_message(e.what_without_backtrace()) << "\n";
   } catch (const std::exception& e) {
-    std::cerr << "passcheck " << command << ": error: " << e.what() << "\n";
+    std::cerr << "passcheck " << command << ": error: " << clip_message(e.what()) << "\n";
   }
   return 2;
 }
@@ -242,6 +263,9 @@ int run_check(const CheckArgs& args) {
     options.subject.device = parse_device(args.device);
     apply_model_variant(options.subject, args.n_layers, args.dtype, args.attention, args.config);
     models::check_buildable_on_device(args.model, options.subject);
+    check_training_memory(args.model, options.subject,
+                          FootprintShape{2, options.optimizer == oracles::OptimizerKind::Adam ? 2 : 1, 1,
+                                         args.memory_budget});
 
     std::optional<check::Pipeline> pipeline;
     if (!args.pipeline.empty()) pipeline = check::Pipeline::parse(args.pipeline);

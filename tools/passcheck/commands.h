@@ -28,6 +28,9 @@ namespace passcheck::cli {
 /// (check::PassFailure) is a verification failure, 1; a malformed repro file and every
 /// other error are bad input, 2; each is printed as "passcheck <command>: ...".
 int guarded(const char* command, const std::function<int()>& body);
+/// `message` with every word longer than a screen line cut to its ends and the whole
+/// cut to a few screens: what guarded prints.
+std::string clip_message(const std::string& message);
 
 struct TraceArgs {
   std::string model = "llama3";
@@ -120,6 +123,27 @@ struct CapturableArgs {
 };
 int run_capturable(const CapturableArgs& args);
 
+/// What a training command holds at once, for the memory estimate before it runs.
+struct FootprintShape {
+  int copies = 2;            ///< models trained side by side (eager and traced)
+  int optimizer_states = 1;  ///< state tensors per parameter (SGD momentum 1, Adam 2)
+  int64_t ranks = 1;         ///< processes (or simulated ranks) on this machine
+  int64_t budget = exec::kDefaultMemoryBudget;  ///< 0: no limit
+};
+/// The estimate: parameter bytes, the traced step's peak (framework/check/memory_estimate.h)
+/// and the total over copies and ranks. Built and traced on meta: nothing is allocated.
+struct TrainingFootprint {
+  int64_t parameter_bytes = 0;
+  int64_t step_peak_bytes = 0;
+  int64_t total_bytes = 0;
+};
+TrainingFootprint estimate_training_footprint(const std::string& model, const models::SubjectOptions& options,
+                                              const FootprintShape& shape);
+/// Throws std::invalid_argument naming --memory-budget, the estimate and the budget when
+/// the estimate is over it (memory_preflight.cpp).
+void check_training_memory(const std::string& model, const models::SubjectOptions& options,
+                           const FootprintShape& shape);
+
 struct CheckArgs {
   std::string model = "llama3";
   int steps = 5;
@@ -159,6 +183,8 @@ struct CheckArgs {
   double moe_capacity_factor = 0;
   /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
   std::string report;
+  /// Most bytes the run may take, estimated before anything is allocated (0: no limit).
+  int64_t memory_budget = exec::kDefaultMemoryBudget;
 };
 int run_check(const CheckArgs& args);
 /// The distributed form of `check` (run_check calls it when --parallel or --mesh is given).
@@ -184,6 +210,8 @@ struct ChunkArgs {
   uint64_t tolerance_ulp = 64;
   /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
   std::string report;
+  /// Most bytes the run may take, estimated before anything is allocated (0: no limit).
+  int64_t memory_budget = exec::kDefaultMemoryBudget;
 };
 int run_chunk(const ChunkArgs& args);
 
@@ -236,6 +264,8 @@ struct BenchArgs {
   bool production_trace_only = false;
   double pass_limit_s = 60;
   int64_t rank = 0;
+  /// Most bytes the run may take, estimated before anything is allocated (0: no limit).
+  int64_t memory_budget = exec::kDefaultMemoryBudget;
 };
 int run_bench(const BenchArgs& args);
 /// The production-shapes form of `bench` (run_bench calls it when --production is given).

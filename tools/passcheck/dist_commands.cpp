@@ -127,6 +127,16 @@ dist::DeviceMesh validate(const CheckArgs& args) {
   dist::RankScope scope(dist::RankContext{std::make_shared<const dist::DeviceMesh>(mesh), 0, &communicator});
   meta_placements(args.model, subject_options(args));
   if (!args.pipeline.empty()) check::Pipeline::parse(args.pipeline);
+  // Every rank on this machine holds at most the unsharded model: estimated once, by the
+  // launching process (a gloo rank inherits the verdict).
+  if (!std::getenv("RANK")) {
+    models::SubjectOptions whole = subject_options(args);
+    whole.parallel = {};
+    check_training_memory(args.model, whole,
+                          FootprintShape{args.compare_single_rank ? 3 : 2,
+                                         oracles::parse_optimizer(args.optimizer) == oracles::OptimizerKind::Adam ? 2 : 1,
+                                         mesh.world_size(), args.memory_budget});
+  }
   if (!args.dump_dir.empty()) io::ensure_directory(args.dump_dir, "--dump-dir");
   return mesh;
 }
@@ -324,6 +334,9 @@ int run_distributed_bench(const BenchArgs& args) {
       throw std::invalid_argument("a distributed bench needs both --parallel and --mesh");
     if (args.repeats < 1 || args.warmup < 0) throw std::invalid_argument("--repeats must be >= 1 and --warmup >= 0");
     dist::DeviceMesh mesh = dist::DeviceMesh::parse(args.mesh);
+    if (!std::getenv("RANK"))
+      check_training_memory(args.model, bench_subject_options(args, false),
+                            FootprintShape{1, 1, mesh.world_size() + 1, args.memory_budget});
     at::set_num_threads(1);
     std::vector<RankBench> ranks(static_cast<size_t>(mesh.world_size()));
     if (args.backend == "gloo" && std::getenv("RANK")) {

@@ -4,8 +4,11 @@
 #include "framework/version.h"
 
 #include <CLI/CLI.hpp>
+#include <c10/util/Logging.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -41,6 +44,8 @@ const CLI::Range kSteps(1, 100000);
 const CLI::Range kModelExtent(0, 1 << 16);
 const CLI::Range kIntHigh(int64_t(1), int64_t(1) << 40);
 const CLI::Range kProverTimeout(1u, 3600u * 1000u);
+// A learning rate beyond this overflows a float32 parameter update on the first step.
+constexpr double kMaxLearningRate = 1e3;
 const CLI::Validator kLearningRate(
     [](std::string& text) -> std::string {
       double v = 0;
@@ -51,14 +56,34 @@ const CLI::Validator kLearningRate(
       } catch (const std::exception&) {
         return "expected a number, got '" + text + "'";
       }
-      if (!std::isfinite(v) || v <= 0) return "the learning rate must be a finite number > 0, got '" + text + "'";
+      if (!std::isfinite(v) || v <= 0 || v > kMaxLearningRate)
+        return "the learning rate must be a number > 0 and at most 1000, got '" + text + "'";
       return "";
     },
-    "FLOAT > 0");
+    "FLOAT in (0, 1000]");
+// A seed is a plain decimal integer that fits 64 bits: "1e23" is not clamped to one.
+const CLI::Validator kSeed(
+    [](std::string& text) -> std::string {
+      if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
+        return "expected a whole number from 0 to 18446744073709551615, got '" + text.substr(0, 40) + "'";
+      if (text.size() == 20 && text > "18446744073709551615")
+        return "expected a whole number from 0 to 18446744073709551615, got '" + text + "'";
+      return "";
+    },
+    "UINT64");
 
 }  // namespace
 
 namespace {
+
+// --memory-budget of every command that allocates: sizes with units, 0 for no limit,
+// never negative.
+void add_memory_budget_option(CLI::App* cmd, int64_t& budget, const std::string& what) {
+  cmd->add_option("--memory-budget", budget, what + " (2GiB, 512MiB, 0: none)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50))
+      ->capture_default_str();
+}
 
 void add_model_variant_options(CLI::App* cmd, int64_t& n_layers, std::string& dtype, std::string& attention,
                                std::string& config) {
@@ -80,6 +105,9 @@ void add_model_variant_options(CLI::App* cmd, int64_t& n_layers, std::string& dt
 
 int main(int argc, char** argv) {
   using namespace passcheck::cli;
+  // LibTorch's own log lines (c10d's socket retries, deprecation notices) are not
+  // passcheck's output: every failure they describe reaches the user as passcheck's error.
+  if (!std::getenv("PASSCHECK_TORCH_LOG")) FLAGS_caffe2_log_level = std::max(FLAGS_caffe2_log_level, 2);
   CLI::App app{"passcheck: verify graph passes over PyTorch training graphs bit for bit"};
   app.set_version_flag("--version", std::string("passcheck ") + PASSCHECK_VERSION + " (torch " +
                                         PASSCHECK_BUILT_WITH_TORCH + ", CUDA " + PASSCHECK_BUILT_WITH_CUDA + ", NCCL " +
@@ -91,7 +119,7 @@ int main(int argc, char** argv) {
   trace_cmd->add_option("--model", trace.model, "Debug model (see `passcheck models`)")->capture_default_str();
   trace_cmd->add_option("--out", trace.out, "Write the graph text to this file instead of stdout");
   trace_cmd->add_flag("--meta", trace.meta, "Trace on the meta device (no computation)");
-  trace_cmd->add_option("--seed", trace.seed, "Initialisation and data seed")->capture_default_str();
+  trace_cmd->add_option("--seed", trace.seed, "Initialisation and data seed")->check(kSeed)->capture_default_str();
   trace_cmd->add_option("--batch", trace.batch_size, "Batch size (0: the model's default)")->check(kModelExtent);
   trace_cmd->add_option("--seq", trace.seq_len, "Sequence length (0: the model's default)")->check(kModelExtent);
   trace_cmd->add_option("--symbolic", trace.symbolic, "Make this dimension symbolic: batch or seq")
@@ -106,13 +134,12 @@ int main(int argc, char** argv) {
   RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Execute a graph file on generated inputs (or a torch.save archive: --inputs)");
   run_cmd->add_option("file", run.file, "Graph text file")->required();
-  run_cmd->add_option("--seed", run.seed, "Input generation seed")->capture_default_str();
+  run_cmd->add_option("--seed", run.seed, "Input generation seed")->check(kSeed)->capture_default_str();
   run_cmd->add_option("--int-high", run.int_high, "Integer inputs are drawn from [0, N)")->check(kIntHigh)->capture_default_str();
   run_cmd->add_flag("!--no-check-meta", run.check_metadata, "Do not compare outputs with their recorded types");
 
   run_cmd->add_option("--device", run.device, "Move the graph to this device first: cpu, cuda (runs a trace --meta file)");
-  run_cmd->add_option("--memory-budget", run.memory_budget, "Most bytes the inputs and the run may take (2GiB, 512MiB, 0: none)")
-      ->transform(CLI::AsSizeValue(false))->capture_default_str();
+  add_memory_budget_option(run_cmd, run.memory_budget, "Most bytes the inputs and the run may take");
   run_cmd->add_option("--inputs", run.inputs_file, "Run on the inputs of this torch.save archive (passcheck_fx.save_inputs)");
   run_cmd->add_option("--save-outputs", run.save_outputs, "Write the outputs to this torch.save-compatible archive");
   run_cmd->add_option("--threads", run.threads, "Intra-op threads (0: LibTorch's default; match Python's for bitwise compares)")
@@ -130,12 +157,11 @@ int main(int argc, char** argv) {
   equiv_cmd->add_option("a", equiv.a, "Graph text file A")->required();
   equiv_cmd->add_option("b", equiv.b, "Graph text file B (or --pipeline: B is A after it)");
   equiv_cmd->add_option("--pipeline", equiv.pipeline, "Compare A against A after these passes");
-  equiv_cmd->add_option("--seed", equiv.seed, "Input and generator seed")->capture_default_str();
+  equiv_cmd->add_option("--seed", equiv.seed, "Input and generator seed")->check(kSeed)->capture_default_str();
   equiv_cmd->add_option("--int-high", equiv.int_high, "Integer inputs are drawn from [0, N)")->check(kIntHigh)->capture_default_str();
   equiv_cmd->add_option("--device", equiv.device, "Move both graphs to this device first: cpu, cuda");
   equiv_cmd->add_flag("--mutants", equiv.mutants, "Also register the known-buggy passes (mutant-...)");
-  equiv_cmd->add_option("--memory-budget", equiv.memory_budget, "Most bytes the inputs and each run may take (2GiB, 512MiB, 0: none)")
-      ->transform(CLI::AsSizeValue(false))->capture_default_str();
+  add_memory_budget_option(equiv_cmd, equiv.memory_budget, "Most bytes the inputs and each run may take");
   equiv_cmd->add_option("--report", equiv.report, "Also write an HTML report of the run here (docs/reports.md)");
   equiv_cmd->add_option("--inputs", equiv.inputs_file, "A's inputs from this torch.save archive (passcheck_fx.save_inputs)");
   equiv_cmd->add_option("--threads", equiv.threads, "Intra-op threads of both runs (0: LibTorch's default)")
@@ -156,7 +182,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--lr", check.learning_rate, "Learning rate")->check(kLearningRate)->capture_default_str();
   check_cmd->add_flag("--meta", check.meta, "Trace on the meta device, then run on the real one");
   check_cmd->add_flag("--verbose", check.verbose, "Print every compared tensor");
-  check_cmd->add_option("--seed", check.seed, "Initialisation and data seed")->capture_default_str();
+  check_cmd->add_option("--seed", check.seed, "Initialisation and data seed")->check(kSeed)->capture_default_str();
   check_cmd->add_option("--batch", check.batch_size, "Batch size (0: the model's default)")->check(kModelExtent);
   check_cmd->add_option("--seq", check.seq_len, "Sequence length (0: the model's default)")->check(kModelExtent);
   check_cmd->add_option("--device", check.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
@@ -180,6 +206,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
       ->capture_default_str();
   check_cmd->add_option("--report", check.report, "Also write an HTML report of the run here (docs/reports.md)");
+  add_memory_budget_option(check_cmd, check.memory_budget, "Most bytes the run may take, estimated before it allocates");
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "Measure eager vs traced step time, tracing time and executor overhead");
@@ -190,6 +217,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, kMaxThreads))
       ->capture_default_str();
   bench_cmd->add_option("--json", bench.json, "Also write the figures as JSON to this file");
+  add_memory_budget_option(bench_cmd, bench.memory_budget, "Most bytes the run may take, estimated before it allocates");
   bench_cmd->add_option("--parallel", bench.parallel, "Bench the model parallelized: fsdp, tp, ep or a comma list");
   bench_cmd->add_option("--mesh", bench.mesh, "Device mesh of --parallel, e.g. dp=4");
   bench_cmd->add_option("--backend", bench.backend, "Mesh backend: sim or gloo")
@@ -245,7 +273,7 @@ int main(int argc, char** argv) {
                       "Add parameter-gradient partials early (may change numerics; checked against --tolerance-ulp)");
   chunk_cmd->add_option("--between", chunk.between, "Passes to run between chunk and concretize");
   chunk_cmd->add_option("--steps", chunk.steps, "Optimizer steps")->check(kSteps)->capture_default_str();
-  chunk_cmd->add_option("--seed", chunk.seed, "Initialisation and data seed")->capture_default_str();
+  chunk_cmd->add_option("--seed", chunk.seed, "Initialisation and data seed")->check(kSeed)->capture_default_str();
   chunk_cmd->add_option("--batch", chunk.batch_size, "Batch size (0: the model's default)")->check(kModelExtent);
   chunk_cmd->add_option("--seq", chunk.seq_len, "Sequence length (0: the model's default)")->check(kModelExtent);
   chunk_cmd->add_option("--timeout-ms", chunk.timeout_ms, "Z3 time limit per claim")->check(kProverTimeout)->capture_default_str();
@@ -255,6 +283,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   chunk_cmd->add_option("--report", chunk.report, "Also write an HTML report of the run here (docs/reports.md)");
+  add_memory_budget_option(chunk_cmd, chunk.memory_budget, "Most bytes the run may take, estimated before it allocates");
 
   ProveArgs prove;
   auto* prove_cmd = app.add_subcommand("prove", "Prove every claim (guard) a graph file records with Z3");

@@ -51,6 +51,7 @@ int run_chunk(const ChunkArgs& args) {
     options.subject.seed = args.seed;
     options.subject.batch_size = args.batch_size;
     options.subject.seq_len = args.seq_len;
+    check_training_memory(args.model, options.subject, FootprintShape{2, 1, 1, args.memory_budget});
     options.dim = oracles::parse_symbolic_dim(args.mode);
     options.modules = args.modules;
     options.early_accumulation = args.early_accumulation;

@@ -1,6 +1,8 @@
 // Text pass cases (see text_cases.h): the case-file parser and the runner of one case.
 #include "workflows/graph_files/text_cases.h"
 
+#include "framework/io/files.h"
+
 #include "framework/check/pipeline.h"
 #include "workflows/graph_files/graph_tools.h"
 #include "framework/ir/module.h"
@@ -292,8 +294,9 @@ void update_expected(const std::string& file, const std::string& name, const std
     std::vector<std::string> replaced(lines.begin(), lines.begin() + (c.expected_line - 1));
     for (const std::string& l : split_lines(actual)) replaced.push_back(l);
     replaced.insert(replaced.end(), lines.begin() + std::min<size_t>(lines.size(), c.expected_end - 1), lines.end());
-    std::ofstream out(file, std::ios::binary);
-    for (const std::string& l : replaced) out << l << "\n";
+    std::string text;
+    for (const std::string& l : replaced) text += l + "\n";
+    io::write_file_atomically(file, text, "text case file");
     return;
   }
 }
