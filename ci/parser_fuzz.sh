@@ -1,33 +1,35 @@
 #!/usr/bin/env bash
-# Fuzzes the graph text and repro parsers with libFuzzer (docs/parser-fuzzing.md). Builds
-# the two targets of suites/parser_fuzz in a separate clang build directory (passcheck's
+# Fuzzes the graph text, module text, repro and input-archive readers with libFuzzer (docs/parser-fuzzing.md). Builds
+# the targets of suites/parser_fuzz in a separate clang build directory (passcheck's
 # IR, check and exec layers instrumented with ASan, UBSan and coverage; LibTorch is the
 # prebuilt gcc library) and runs each with the seed corpus for RUNS executions. Not part of the
 # normal build or CI, which replay the checked-in corpus instead (CTest label parser).
 #
 # usage: ci/parser_fuzz.sh [RUNS]   (default 1000000; env JOBS, BUILD_DIR, MAX_TOTAL_TIME,
-#                                   TARGETS="graph repro")
+#                                   TARGETS="graph module repro archive")
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RUNS="${1:-1000000}"
 JOBS="${JOBS:-1}"
 BUILD="${BUILD_DIR:-$ROOT/build-fuzz}"
-TARGETS="${TARGETS:-graph repro}"
+TARGETS="${TARGETS:-graph module repro archive}"
 SANITIZERS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link"
 
 CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPASSCHECK_PARSER_FUZZ=ON -DPASSCHECK_BUILD_TESTS=OFF -DPASSCHECK_USE_PCH=OFF \
   -DCMAKE_CXX_FLAGS="$SANITIZERS -fno-omit-frame-pointer" >/dev/null
-cmake --build "$BUILD" -j"$JOBS" --target parser_fuzz_graph parser_fuzz_repro
+cmake --build "$BUILD" -j"$JOBS" --target $(for t in $TARGETS; do printf "parser_fuzz_%s " "$t"; done)
 
 # Seed corpora: copies, since libFuzzer writes what it learns into the first directory.
 WORK="$BUILD/parser-fuzz-run"
 rm -rf "$WORK"
-mkdir -p "$WORK/graph" "$WORK/repro" "$WORK/findings"
+mkdir -p "$WORK/graph" "$WORK/module" "$WORK/repro" "$WORK/archive" "$WORK/findings"
 cp "$ROOT"/suites/passes_text/*.graph "$ROOT"/suites/conformance/corpus.txt "$ROOT"/suites/conformance/make_fx.golden \
   "$ROOT"/suites/parser_fuzz/corpus/graph/* "$WORK/graph/" 2>/dev/null || true
 cp "$ROOT"/suites/regressions/*.repro "$ROOT"/suites/parser_fuzz/corpus/repro/* "$WORK/repro/" 2>/dev/null || true
+cp "$ROOT"/suites/parser_fuzz/corpus/module/* "$WORK/module/"
+cp "$ROOT"/suites/parser_fuzz/corpus/archive/* "$WORK/archive/"
 
 # c10's own allocations are not instrumented; leaks at exit are not parser findings.
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"

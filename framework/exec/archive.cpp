@@ -238,8 +238,7 @@ c10::IValue checked_input(const std::string& path, size_t index, const ir::Value
 
 }  // namespace
 
-std::vector<c10::IValue> load_inputs(const std::string& path, const std::vector<ir::Value*>& inputs) {
-  const std::string bytes = io::read_file(path, "inputs archive");
+std::vector<c10::IValue> read_archive(const std::string& bytes, const std::string& path) {
   check_archive_pickle(path, bytes);
   c10::IValue loaded;
   try {
@@ -259,6 +258,11 @@ std::vector<c10::IValue> load_inputs(const std::string& path, const std::vector<
     throw std::invalid_argument(path + ": the archive holds " + kind_of(loaded) +
                                 ", not a list of inputs (write it with passcheck_fx.save_inputs)");
   }
+  return values;
+}
+
+std::vector<c10::IValue> load_inputs(const std::string& path, const std::vector<ir::Value*>& inputs) {
+  std::vector<c10::IValue> values = read_archive(io::read_file(path, "inputs archive"), path);
   if (values.size() != inputs.size())
     throw std::invalid_argument(path + ": the archive holds " + std::to_string(values.size()) + " inputs, the graph takes " +
                                 std::to_string(inputs.size()));

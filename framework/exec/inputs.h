@@ -38,6 +38,12 @@ std::vector<c10::IValue> make_inputs(const ir::Graph& graph, const InputOptions&
 /// is no such archive, a count, kind, dtype or shape mismatch. (framework/exec/archive.cpp)
 std::vector<c10::IValue> load_inputs(const std::string& path, const std::vector<ir::Value*>& inputs);
 
+/// The values of a torch.save archive held in `bytes` (`path` names it in messages),
+/// checked before LibTorch reads it (the pickle's stack stays under 4096 objects, every
+/// opcode known) and after (every tensor dense and inside its storage). Throws
+/// std::invalid_argument for anything else (docs/security.md).
+std::vector<c10::IValue> read_archive(const std::string& bytes, const std::string& path);
+
 /// Writes `values` (tensors moved to the CPU) as a torch.save-compatible archive of a
 /// list, which torch.load reads back.
 void save_values(const std::string& path, const std::vector<c10::IValue>& values);

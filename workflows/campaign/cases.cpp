@@ -240,6 +240,12 @@ std::vector<std::string> replay_sim_mesh_case(const check::Repro& repro, const c
   gen::ChainedGatherCase c;
   c.mesh = repro.sim_mesh;
   c.graph_text = repro.graph_text();
+  // Every rank runs the case's graph on its one shard: a graph of another kind of case
+  // under a '#! sim-mesh:' line is bad input, not a failure on every rank.
+  if (graph->inputs().size() != 1)
+    throw std::invalid_argument("a sim-mesh repro's graph takes one input (each rank's shard); this one takes " +
+                                std::to_string(graph->inputs().size()) +
+                                ": the '#! sim-mesh:' line does not belong to this case");
   for (const ir::Value* input : graph->inputs()) {
     if (!input->meta()) throw std::invalid_argument("a sim-mesh repro's graph input has no tensor type");
     c.input_sizes = input->meta()->sizes;

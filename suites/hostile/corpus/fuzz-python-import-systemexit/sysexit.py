@@ -1,0 +1,5 @@
+raise SystemExit(3)
+
+
+def fn(gm):
+    return gm
