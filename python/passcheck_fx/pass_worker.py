@@ -16,8 +16,14 @@ fork server a fuzz campaign starts once (workflows/python_bridge/python_pass.cpp
 runs in a fork of a process that has already imported torch and the pass.
 
 The exit status tells passcheck whose fault a failure is (workflows/python_bridge/python_pass.cpp):
-0 done, 2 MODULE:FUNCTION cannot be imported or is not callable, 3 the pass raised,
-4 its result is not a GraphModule or cannot be exported, 5 case.py does not build.
+0 done, 2 MODULE:FUNCTION cannot be imported (its import raised anything, SystemExit and
+KeyboardInterrupt included) or is not callable, 3 the pass raised (anything), 4 its result
+is not a GraphModule or cannot be exported, 5 case.py does not build, 6 the fork server
+cannot listen on its socket. Tracebacks are printed as "  at FILE:LINE in FUNC" lines.
+
+Nothing the pass starts outlives its request: a fork serving one (and this worker when
+run alone) is a child subreaper, so what the pass abandons (a double fork, a daemon that
+called setsid) is reparented to it, and it kills all its descendants before it answers.
 Works with torch 1.13 and 2.x.
 """
 import argparse
@@ -30,17 +36,102 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 
 EXIT_BAD_SPEC = 2
 EXIT_PASS_RAISED = 3
 EXIT_BAD_RESULT = 4
 EXIT_BAD_GRAPH = 5
+EXIT_CANNOT_SERVE = 6
+
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _fail(code, message):
     sys.stderr.write(message.rstrip("\n") + "\n")
     sys.exit(code)
+
+
+def describe_exception(error, frames=4):
+    """`Type: message` and the last `frames` frames as "  at FILE:LINE in FUNC" lines: what
+    passcheck shows of an exception (never a raw traceback block)."""
+    message = str(error).strip()
+    head = type(error).__name__ + (": " + message if message else "")
+    tb = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<frozen ")]
+    tb = tb[-frames:] if frames else []
+    return "\n".join([head] + ["  at %s:%s in %s" % (f.filename, f.lineno, f.name) for f in tb])
+
+
+def become_subreaper():
+    """prctl(PR_SET_CHILD_SUBREAPER): orphaned descendants are reparented to this process
+    (best effort: without it, passcheck's own subreaper catches them)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _children_map():
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue  # it ended meanwhile
+        fields = data[data.rfind(b")") + 2:].split()
+        if len(fields) < 2:
+            continue
+        children.setdefault(int(fields[1]), []).append((int(entry), fields[0].decode("ascii", "replace")))
+    return children
+
+
+def _has_children():
+    """Whether this process has a child (any state); True when the kernel cannot say. As a
+    subreaper, a process without children has no descendants at all."""
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open("/proc/self/task/%s/children" % task) as f:
+                if f.read().strip():
+                    return True
+        return False
+    except OSError:
+        return True
+
+
+def kill_descendants():
+    """Kills (SIGKILL) and reaps every descendant of this process: what the pass started.
+    Killed processes' children are reparented here (a subreaper), so sweep until none is
+    left alive."""
+    if not _has_children():
+        return
+    me = os.getpid()
+    for sweep in range(200):
+        children = _children_map()
+        alive, todo = False, [me]
+        while todo:
+            for pid, state in children.get(todo.pop(), []):
+                todo.append(pid)
+                if state not in ("Z", "X"):
+                    alive = True
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+        while True:  # reap this process's dead children (none of them is still needed)
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not alive:
+            return
+        time.sleep(0.001 if sweep < 10 else 0.01)
 
 
 def load_exporter():
@@ -55,15 +146,21 @@ def load_pass(spec):
         _fail(EXIT_BAD_SPEC, "python pass '%s': expected MODULE:FUNCTION" % spec)
     try:
         module = importlib.import_module(module_name)
-    except Exception:
-        _fail(EXIT_BAD_SPEC, "cannot import module '%s' (sys.path: %s):\n%s"
-              % (module_name, ", ".join(sys.path[:4]), traceback.format_exc(limit=3)))
+    except BaseException as error:  # an import runs arbitrary code: sys.exit, KeyboardInterrupt, ...
+        _fail(EXIT_BAD_SPEC, "cannot import module '%s' (sys.path: %s): importing it raised %s"
+              % (module_name, ", ".join(sys.path[:4]), describe_exception(error)))
     function = module
     for part in function_name.split("."):
-        if not hasattr(function, part):
+        try:
+            found = hasattr(function, part)
+            if found:
+                function = getattr(function, part)
+        except BaseException as error:  # a module __getattr__ runs code too
+            _fail(EXIT_BAD_SPEC, "module '%s': looking up '%s' raised %s"
+                  % (module_name, function_name, describe_exception(error)))
+        if not found:
             _fail(EXIT_BAD_SPEC, "module '%s' (%s) has no '%s'"
                   % (module_name, getattr(module, "__file__", "?"), function_name))
-        function = getattr(function, part)
     if not callable(function):
         _fail(EXIT_BAD_SPEC, "'%s' in module '%s' is not callable" % (function_name, module_name))
     return function
@@ -80,8 +177,8 @@ def load_case(path):
         case = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(case)
         return case, case.build()
-    except Exception:
-        _fail(EXIT_BAD_GRAPH, "cannot rebuild the graph from %s:\n%s" % (path, traceback.format_exc()))
+    except Exception as error:
+        _fail(EXIT_BAD_GRAPH, "cannot rebuild the graph from %s: %s" % (path, describe_exception(error)))
 
 
 def graph_module_of(original, result):
@@ -120,8 +217,8 @@ def run_pass(spec, graph, out):
     kinds = placeholder_kinds(gm)
     try:
         result = function(gm)
-    except Exception:
-        _fail(EXIT_PASS_RAISED, "the pass raised:\n%s" % traceback.format_exc())
+    except BaseException as error:  # sys.exit in a pass is the pass failing, not the worker
+        _fail(EXIT_PASS_RAISED, "the pass raised %s" % describe_exception(error, frames=6))
     if is_partitioner(function):
         text = getattr(result, "text", None)
         if not isinstance(text, str):
@@ -134,8 +231,8 @@ def run_pass(spec, graph, out):
     kinds.update(placeholder_kinds(after))
     try:
         text = export_graph(after, kinds=kinds)
-    except Exception:
-        _fail(EXIT_BAD_RESULT, "cannot export the pass's result:\n%s" % traceback.format_exc())
+    except Exception as error:
+        _fail(EXIT_BAD_RESULT, "cannot export the pass's result: %s" % describe_exception(error))
     with open(out, "w") as f:
         f.write(text)
     return 0
@@ -144,8 +241,8 @@ def run_pass(spec, graph, out):
 def _exporter_or_fail():
     try:
         return load_exporter()
-    except Exception:
-        _fail(EXIT_BAD_SPEC, "cannot import the exporter passcheck_fx.export_graph:\n%s" % traceback.format_exc(limit=3))
+    except BaseException as error:
+        _fail(EXIT_BAD_SPEC, "cannot import the exporter passcheck_fx.export_graph: %s" % describe_exception(error))
 
 
 def _serve_one(conn):
@@ -164,10 +261,13 @@ def _serve_one(conn):
     if req.get("path") and req["path"] not in sys.path:
         sys.path.insert(0, req["path"])
 
+    become_subreaper()
+
     def watch():
         while True:
             select.select([conn], [], [])
             if not conn.recv(1, socket.MSG_PEEK):
+                kill_descendants()
                 os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
@@ -175,11 +275,12 @@ def _serve_one(conn):
         code = run_pass(req["pass"], req["graph"], req["out"])
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as error:
+        sys.stderr.write("the worker failed: %s\n" % describe_exception(error))
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
+    kill_descendants()  # before the answer: when the case reads it, nothing of the pass runs
     conn.sendall(b"%d\n" % code)
     return code
 
@@ -192,10 +293,13 @@ def serve(socket_path, spec):
     load_pass(spec)
     _exporter_or_fail()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(socket_path + ".tmp")
-    server.listen(64)
-    os.rename(socket_path + ".tmp", socket_path)  # the socket appears only once it listens
+    try:
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(socket_path + ".tmp")
+        server.listen(64)
+        os.rename(socket_path + ".tmp", socket_path)  # the socket appears only once it listens
+    except OSError as error:
+        _fail(EXIT_CANNOT_SERVE, "cannot serve on %s: %s" % (socket_path, error))
     while True:
         conn, _ = server.accept()
         if os.fork() == 0:
@@ -215,15 +319,19 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.serve:
         return serve(args.serve, args.spec)
-    if args.check:
-        function = load_pass(args.spec)
-        _exporter_or_fail()
-        # workflows/python_bridge/python_pass.cpp reads this line: a partitioner is a module pass.
-        print("passcheck-pass-kind: %s" % ("partitioner" if is_partitioner(function) else "graph"))
-        return 0
-    if not args.graph or not args.out:
+    if not args.check and (not args.graph or not args.out):
         parser.error("--graph and --out are required unless --check")
-    return run_pass(args.spec, args.graph, args.out)
+    become_subreaper()
+    try:
+        if args.check:
+            function = load_pass(args.spec)
+            _exporter_or_fail()
+            # workflows/python_bridge/python_pass.cpp reads this line: a partitioner is a module pass.
+            print("passcheck-pass-kind: %s" % ("partitioner" if is_partitioner(function) else "graph"))
+            return 0
+        return run_pass(args.spec, args.graph, args.out)
+    finally:
+        kill_descendants()
 
 
 if __name__ == "__main__":

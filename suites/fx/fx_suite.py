@@ -7,6 +7,7 @@
   fx_suite.py --passcheck BIN broken-cse              a wrong CSE is caught by equiv
   fx_suite.py --passcheck BIN export-errors           unmappable nodes are named
   fx_suite.py --passcheck BIN archive-errors          bad --inputs archives: exit 2 naming them
+  fx_suite.py --passcheck BIN hostile-python          files and passes that would run code: refused or contained
 
 roundtrip/llama: each graph is exported, run by `passcheck run --inputs` on the inputs
 Python used, and every output equals Python eager bit for bit. upstream: PyTorch's own
@@ -454,7 +455,8 @@ def run_export_errors(args, tmp):
     # The command line: exit 2 and the node's name on stderr.
     saved = os.path.join(tmp, "traced.pt")
     torch.save(cases[0][1], saved)
-    proc = subprocess.run([sys.executable, "-m", "passcheck_fx", "export", saved, "-o", os.path.join(tmp, "x.graph")],
+    proc = subprocess.run([sys.executable, "-m", "passcheck_fx", "export", saved, "--allow-pickle",
+                           "-o", os.path.join(tmp, "x.graph")],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
     if proc.returncode == 2 and "'relu'" in proc.stderr:
         print(f"ok CLI: exit 2: {proc.stderr.strip()}")
@@ -519,6 +521,170 @@ def run_archive_errors(args, tmp):
     print(f"archive-errors: {len(failures)} failed")
 
 
+# Python passes that misbehave the way an untrusted pass (or a pass named by an untrusted
+# repro file) may: written into the test's scratch directory, imported by passcheck's worker.
+HOSTILE_PASSES = {
+    "exits_at_import": "import sys\nsys.exit(3)\ndef f(gm):\n    return gm\n",
+    "os_exit_at_import": "import os\nos._exit(0)\ndef f(gm):\n    return gm\n",
+    "interrupts_at_import": "raise KeyboardInterrupt('at import')\ndef f(gm):\n    return gm\n",
+    "hangs_at_import": "import time\ntime.sleep(3600)\ndef f(gm):\n    return gm\n",
+    # Double-forks a `sleep 300` daemon (setsid: it leaves every process group) per call,
+    # writing its pid to $HOSTILE_PIDS.
+    "daemon": (
+        "import os, sys\n"
+        "def spawn():\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            with open(os.environ['HOSTILE_PIDS'], 'a') as f:\n"
+        "                f.write('%d\\n' % os.getpid())\n"
+        "            os.execvp('sleep', ['sleep', '300'])\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
+        "def f(gm):\n"
+        "    spawn()\n"
+        "    return gm\n"
+        "def f_unguarded(gm):\n"
+        "    # the worker's own clean-up disabled: only passcheck's subreaper is left to find it\n"
+        "    sys.modules['__main__'].kill_descendants = lambda: None\n"
+        "    spawn()\n"
+        "    return gm\n"),
+    # Leaves a marker when imported (so a test sees whether it ran) and breaks every case.
+    "marks_import": (
+        "import os\n"
+        "open(os.environ['HOSTILE_MARKER'], 'w').close()\n"
+        "def f(gm):\n"
+        "    raise ValueError('broken on purpose')\n"),
+}
+
+
+def run_hostile_python(args, tmp):
+    """Nothing a file or a pass chooses runs unasked, and nothing a pass starts outlives
+    passcheck: a code-running pickle is refused by `python3 -m passcheck_fx export`
+    (GraphModules need --allow-pickle); a pass whose import raises SystemExit or
+    KeyboardInterrupt, ends the process or hangs is exit 2 naming the module, the hang
+    bounded by --timeout-ms; a daemon a pass double-forks is dead when `fuzz` returns; a
+    repro file naming a Python pass is refused by `repro`/`minimize` without
+    --allow-python, before anything runs; empty and out-of-range options are exit 2
+    naming the option."""
+    import time
+    passes = os.path.join(tmp, "passes")
+    os.makedirs(passes)
+    for name, text in HOSTILE_PASSES.items():
+        with open(os.path.join(passes, name + ".py"), "w") as f:
+            f.write(text)
+    pids, marker = os.path.join(tmp, "daemon.pids"), os.path.join(tmp, "imported")
+    env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python"), "HOSTILE_PIDS": pids, "HOSTILE_MARKER": marker}
+
+    def cli(cmd, timeout=240):
+        started = time.time()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        return proc, time.time() - started
+
+    def check(what, ok, proc):
+        if ok:
+            print(f"ok {what}")
+        else:
+            fail(f"{what}: exit {proc.returncode}\n  stdout: {proc.stdout.strip()[-600:]}\n"
+                 f"  stderr: {proc.stderr.strip()[-1200:]}")
+
+    def fuzz(spec, *extra):
+        return cli([args.passcheck, "fuzz", "--python-pass", spec, "--python-path", passes,
+                    "--out", os.path.join(tmp, "repros-" + spec.replace(":", "-")), *extra])
+
+    # 1. export: a pickle that would run a command, a GraphModule without --allow-pickle.
+    pwned = os.path.join(tmp, "pwned")
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {pwned}",))
+
+    evil, gm_file, inputs = (os.path.join(tmp, n) for n in ("evil.pt", "gm.pt", "in.pt"))
+    torch.save({"weights": Evil()}, evil)
+    x = torch.randn(3)
+    torch.save(make_fx(lambda t: torch.relu(t) * 2.0)(x), gm_file)
+    passcheck_fx.save_inputs(inputs, [x])
+    export = [sys.executable, "-m", "passcheck_fx", "export"]
+    for what, cmd in (("export of a code-running pickle", export + [evil]),
+                      ("export of it as --inputs", export + [gm_file, "--allow-pickle", "--inputs", evil])):
+        proc, _ = cli(cmd)
+        one_line = len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        check(f"{what}: exit 2, one line, nothing run", proc.returncode == 2 and one_line and not os.path.exists(pwned)
+              and evil in proc.stderr, proc)
+    proc, _ = cli(export + [gm_file])
+    check("export of a GraphModule without --allow-pickle: exit 2 naming the file and the flag",
+          proc.returncode == 2 and gm_file in proc.stderr and "--allow-pickle" in proc.stderr
+          and "Traceback" not in proc.stderr, proc)
+    proc, _ = cli(export + [gm_file, "--allow-pickle", "--inputs", inputs])
+    check("export of it with --allow-pickle: exit 0, graph text", proc.returncode == 0 and "aten::relu" in proc.stdout,
+          proc)
+    for what, cmd in (("a missing file", export + [os.path.join(tmp, "nope.pt")]),
+                      ("a malformed --kinds", export + [gm_file, "--allow-pickle", "--kinds", "x"]),
+                      ("an unknown option", export + [gm_file, "--no-such-option"])):
+        proc, _ = cli(cmd)
+        check(f"export with {what}: exit 2, no traceback", proc.returncode == 2 and "Traceback" not in proc.stderr, proc)
+
+    # 2. imports that raise SystemExit / KeyboardInterrupt, end the process, or hang.
+    for module, words in (("exits_at_import", "SystemExit: 3"), ("interrupts_at_import", "KeyboardInterrupt"),
+                          ("os_exit_at_import", "ended with exit 0")):
+        proc, _ = fuzz(module + ":f", "--cases", "2")
+        check(f"a pass whose import ends in {words}: exit 2 naming the module", proc.returncode == 2 and f"'{module}'" in
+              proc.stderr and words in proc.stderr and "Traceback" not in proc.stderr, proc)
+    proc, seconds = fuzz("hangs_at_import:f", "--cases", "2", "--timeout-ms", "4000")
+    check(f"a pass whose import hangs: exit 2 within --timeout-ms 4000 ({seconds:.1f} s)",
+          proc.returncode == 2 and "'hangs_at_import'" in proc.stderr and "4000 ms" in proc.stderr and seconds < 60, proc)
+    proc, _ = cli([sys.executable, "-m", "passcheck_fx", "verify-pass", "exits_at_import:f", "--python-path", passes])
+    check("verify-pass of a pass whose import raises SystemExit: exit 2, no traceback",
+          proc.returncode == 2 and "Traceback" not in proc.stderr, proc)
+
+    # 3. daemons: dead when fuzz returns (the worker's clean-up, and passcheck's alone).
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/cmdline") as f:
+                return state not in ("Z", "X") and f.read().startswith("sleep")
+        except OSError:
+            return False
+
+    for function, isolation in (("f", "persistent"), ("f_unguarded", "persistent"), ("f_unguarded", "fork-server")):
+        if os.path.exists(pids):
+            os.remove(pids)
+        proc, _ = fuzz("daemon:" + function, "--cases", "2", "--isolation", isolation)
+        started = [int(line) for line in open(pids)] if os.path.exists(pids) else []
+        left = [p for p in started if alive(p)]  # at once: passcheck waits until its strays are dead
+        for p in left:
+            os.kill(p, 9)
+        check(f"daemon:{function} ({isolation}): {len(started)} daemons started, none left after fuzz",
+              proc.returncode == 0 and len(started) == 2 and not left, proc)
+
+    # 4. repro files naming a Python pass: refused without --allow-python, run with it.
+    proc, _ = fuzz("marks_import:f", "--cases", "1", "--no-minimize")
+    repros = [os.path.join(d, r) for d in [os.path.join(tmp, "repros-marks_import-f")] if os.path.isdir(d)
+              for r in os.listdir(d) if r.endswith(".repro")]
+    check("a broken pass leaves a repro", proc.returncode == 1 and len(repros) == 1, proc)
+    if repros:
+        for command in (["repro"], ["minimize", "--out", os.path.join(tmp, "min.repro"), "--seconds", "5"]):
+            os.remove(marker) if os.path.exists(marker) else None
+            proc, _ = cli([args.passcheck, *command, repros[0]])
+            named = all(w in proc.stderr for w in (repros[0], "'marks_import'", passes, "--allow-python"))
+            check(f"{command[0]} of it without --allow-python: exit 2 naming file, module, directory and flag; "
+                  f"nothing imported", proc.returncode == 2 and named and not os.path.exists(marker), proc)
+        proc, _ = cli([args.passcheck, "repro", "--allow-python", repros[0]])
+        check("repro of it with --allow-python: the failure replays (exit 1)",
+              proc.returncode == 1 and os.path.exists(marker) and "verdict: FAILS" in proc.stdout, proc)
+
+    # 5. options: empty values and numbers out of range are exit 2 naming the option.
+    for option, value in (("--python-pass", ""), ("--pipeline", ""), ("--out", ""), ("--seed", "1e23"),
+                          ("--seed", "-1"), ("--cases", "1e20"), ("--cases", "99999999999999999999"),
+                          ("--seconds", "1e300"), ("--seconds", "nan"), ("--timeout-ms", "1e30")):
+        proc, _ = cli([args.passcheck, "fuzz", option, value, "--out" if option != "--out" else "--cases",
+                       os.path.join(tmp, "o") if option != "--out" else "1"])
+        check(f"fuzz {option} '{value}': exit 2 naming it", proc.returncode == 2 and option in proc.stderr, proc)
+    print(f"hostile-python: {len(failures)} failed")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--passcheck", required=True)
@@ -531,10 +697,12 @@ def main():
     sub.add_parser("broken-cse")
     sub.add_parser("export-errors")
     sub.add_parser("archive-errors")
+    sub.add_parser("hostile-python")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="passcheck-fx-") as tmp:
         {"roundtrip": run_roundtrip, "llama": run_llama, "upstream": run_upstream, "broken-cse": run_broken_cse,
-         "export-errors": run_export_errors, "archive-errors": run_archive_errors}[args.command](args, tmp)
+         "export-errors": run_export_errors, "archive-errors": run_archive_errors,
+         "hostile-python": run_hostile_python}[args.command](args, tmp)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

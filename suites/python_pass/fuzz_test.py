@@ -72,14 +72,14 @@ def worker_failures(workdir):
         if name == "raises":
             assert "ValueError: this pass always fails" in text, text[:1500]
         if name != "hangs":  # replayed by a worker of its own, outside the campaign's server
-            code, replay = support.run(["repro", repros[0]], expect=1)
+            code, replay = support.run(["repro", "--allow-python", repros[0]], expect=1)
             assert "verdict: FAILS" in replay and "python pass test_passes:" + name in replay, replay
         if name == "raises":
             # The same repro naming a function this machine cannot import: bad input.
             moved = os.path.join(sub, "moved.repro")
             with open(moved, "w") as f:
                 f.write(text.replace("pass=test_passes:raises", "pass=test_passes:gone_away"))
-            code, replay = support.run(["repro", moved], expect=2)
+            code, replay = support.run(["repro", "--allow-python", moved], expect=2)
             assert "has no 'gone_away'" in replay, replay
         print("%s: %s" % (name, [l for l in out.splitlines() if l.startswith("case ")][0]))
 
@@ -106,12 +106,12 @@ def no_python_form(workdir):
     left_alone = os.path.join(workdir, "grouped_mm.repro")
     with open(left_alone, "w") as f:
         f.write(NO_PYTHON_FORM % (support.EXAMPLES, "passcheck::grouped_mm(%x, %w, %o)"))
-    code, out = support.run(["repro", left_alone], expect=0)
+    code, out = support.run(["repro", "--allow-python", left_alone], expect=0)
     assert "verdict: PASSES" in out, out
     checked = os.path.join(workdir, "zeros.repro")
     with open(checked, "w") as f:
         f.write(NO_PYTHON_FORM % (support.EXAMPLES, "aten::zeros([4, 3], None, None, None, None)"))
-    code, out = support.run(["repro", checked], expect=1)
+    code, out = support.run(["repro", "--allow-python", checked], expect=1)
     assert "changed numerics: output 1 %a" in out, out
     print("a graph without a Python form is left alone; the same graph with one is checked")
 

@@ -40,7 +40,7 @@ def min_cut(workdir):
     repros = glob.glob(os.path.join(workdir, "*.repro"))
     assert len(repros) == int(summary.group(2)), (repros, out)
     for repro in repros:
-        support.run(["repro", repro], expect=1)
+        support.run(["repro", "--allow-python", repro], expect=1)
     # What the worker hands back for a generated case: a module of a forward and a
     # backward part, the backward reading values the forward saved.
     case_py = os.path.join(workdir, "case.py")

@@ -13,7 +13,7 @@ def main():
     path = sys.argv[2]
     recorded = [l[len("#! message: "):] for l in open(path) if l.startswith("#! message: ")]
     assert recorded, path + " records no failure message"
-    code, out = support.run(["repro", path], expect=1)
+    code, out = support.run(["repro", "--allow-python", path], expect=1)
     assert "verdict: FAILS" in out, out
     # The same kind of failure as recorded: what follows the pass's name ("python{pass=M:F}
     # changed numerics: ...") up to its details.

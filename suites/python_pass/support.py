@@ -65,11 +65,11 @@ def expect_one_replaying_repro(workdir, out, pipeline, failure_words, minimize_s
     assert "#! registries: python" in text, text[:600]
     for words in failure_words:
         assert words in text, (words, text[:1500])
-    code, replay = run(["repro", repros[0]], expect=1)
+    code, replay = run(["repro", "--allow-python", repros[0]], expect=1)
     assert "verdict: FAILS" in replay, replay
     minimized = os.path.join(workdir, "min.repro")
-    run(["minimize", repros[0], "--out", minimized, "--seconds", str(minimize_seconds)], expect=0)
-    run(["repro", minimized], expect=1)
+    run(["minimize", "--allow-python", repros[0], "--out", minimized, "--seconds", str(minimize_seconds)], expect=0)
+    run(["repro", "--allow-python", minimized], expect=1)
     print(out.strip().splitlines()[-1])
     print("replayed and minimized: " + os.path.basename(repros[0]))
     return text

@@ -275,7 +275,7 @@ TEST(ReproHeaders, ASimMeshIsBoundedAndIsNotAProgramCase) {
     }
     return std::string();
   };
-  EXPECT_CONTAINS(error("#! sim-mesh: a=1048576\n"), "more than 256 ranks");
+  EXPECT_CONTAINS(error("#! sim-mesh: a=1048576\n"), "size of 'a' is not a whole number from 1 to 256");
   EXPECT_CONTAINS(error("#! sim-mesh: a=16,b=32\n"), "more than 256 ranks");
   EXPECT_CONTAINS(error("#! sim-mesh: dp\n"), "expected NAME=SIZE pairs");
   EXPECT_CONTAINS(error("#! sim-mesh: a=2\n#! chunk: x\n#! program: y\n"), "a repro is one kind of case");

@@ -337,6 +337,7 @@ struct MinimizeArgs {
   std::string out;  ///< "" rewrites FILE
   double seconds = 120;
   int64_t timeout_ms = 20000;
+  bool force = false;  ///< replace an existing --out
 };
 int run_minimize(const MinimizeArgs& args);
 
@@ -349,6 +350,7 @@ struct CaptureArgs {
   bool mutants = false;
   bool test_passes = false;
   int64_t timeout_ms = 20000;  ///< the replay runs in a child process killed after this long
+  bool force = false;          ///< replace an existing --out
 };
 int run_capture(const CaptureArgs& args);
 

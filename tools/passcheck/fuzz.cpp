@@ -27,8 +27,12 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -37,6 +41,8 @@
 namespace passcheck::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 bool env_test_passes() {
   const char* v = std::getenv("PASSCHECK_TEST_PASSES");
@@ -102,26 +108,88 @@ std::string default_capture_path(const std::string& model, const std::string& pi
   return model + "-" + (slug.empty() ? "pipeline" : slug) + ".repro";
 }
 
-// A numeric option's bounds, checked by CLI11 with a message that says what is allowed
-// ("--cases: must be at least 1, got 0"); `high` 0 means no upper bound.
-CLI::Validator number_at_least(double low, bool low_inclusive = true, double high = 0) {
+// Limits of the campaign options (each checked by CLI11 before anything runs, exit 2
+// naming the option): a value beyond them cannot be meant and would run for ever.
+constexpr int64_t kMaxCases = 1000000000;                  // 10^9 cases
+constexpr double kMaxSeconds = 7 * 24 * 3600.0;            // a week
+constexpr int64_t kMaxTimeoutMs = 7LL * 24 * 3600 * 1000;  // a week
+
+// A whole number from `low` to `high`, written in decimal digits ("1e9", "0x10", "-1" and
+// "1.5" are refused, never rounded, wrapped or clamped). uint64_t for --seed's full range.
+std::optional<uint64_t> parse_whole_number(const std::string& text) {
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (text.empty() || text.size() > 20 || !std::all_of(text.begin(), text.end(), digit)) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno == ERANGE || end != text.c_str() + text.size()) return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
+CLI::Validator whole_number(uint64_t low, uint64_t high) {
+  const std::string range = "from " + std::to_string(low) + " to " + std::to_string(high);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        std::optional<uint64_t> v = parse_whole_number(text);
+        if (!v) return "expected a whole number " + range + ", got '" + text + "'";
+        if (*v < low) return "must be at least " + std::to_string(low) + ", got " + text;
+        if (*v > high) return "must be at most " + std::to_string(high) + ", got " + text;
+        return std::string();
+      },
+      "[" + std::to_string(low) + " - " + std::to_string(high) + "]");
+}
+
+// A finite number of seconds (or the like) in [low, high] ((low, high] unless `low_inclusive`).
+CLI::Validator number_in(double low, bool low_inclusive, double high) {
   auto text_of = [](double v) {
     std::string t = std::to_string(v);
     t.erase(t.find_last_not_of('0') + 1);
     if (!t.empty() && t.back() == '.') t.pop_back();
     return t;
   };
-  std::string description = (low_inclusive ? ">= " : "> ") + text_of(low) + (high > 0 ? ", <= " + text_of(high) : "");
+  const std::string range =
+      (low_inclusive ? "at least " : "greater than ") + text_of(low) + " and at most " + text_of(high);
   return CLI::Validator(
       [=](std::string& text) -> std::string {
-        double v = 0;
-        if (!CLI::detail::lexical_cast(text, v)) return "expected a number, got '" + text + "'";
+        char* end = nullptr;
+        errno = 0;
+        const double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
+          return "expected a number " + range + ", got '" + text + "'";
         if (low_inclusive ? v < low : v <= low)
           return std::string("must be ") + (low_inclusive ? "at least " : "greater than ") + text_of(low) + ", got " + text;
-        if (high > 0 && v > high) return "must be at most " + text_of(high) + ", got " + text;
+        if (v > high) return "must be at most " + text_of(high) + ", got " + text;
         return std::string();
       },
-      description);
+      std::string(low_inclusive ? "[" : "(") + text_of(low) + " - " + text_of(high) + "]");
+}
+
+// A text option given an empty value (`--python-pass ""`) is refused, not taken as absent.
+const CLI::Validator kNonEmpty(
+    [](std::string& text) -> std::string {
+      return text.find_first_not_of(" \t\n") == std::string::npos ? "must not be empty" : "";
+    },
+    "");
+
+// A repro file whose own pipeline runs Python (python{pass=M:F,path=DIR} or
+// python-partitioner{...}) imports and runs code the file chooses, from a directory the
+// file chooses: refused (exit 2, before anything runs) unless --allow-python.
+void require_python_allowed(const std::string& file, const std::vector<python_bridge::PythonPassUse>& uses,
+                            bool allowed) {
+  if (allowed || uses.empty()) return;
+  const python_bridge::PythonPassUse& use = uses.front();
+  const std::string module = use.spec.substr(0, use.spec.find(':'));
+  std::string where = "the default import path (passcheck_fx's directory, PYTHONPATH)";
+  if (!use.path.empty()) {
+    std::error_code error;
+    const fs::path dir = fs::weakly_canonical(use.path, error), here = fs::weakly_canonical(fs::current_path(), error);
+    const auto [mismatch, _] = std::mismatch(here.begin(), here.end(), dir.begin(), dir.end());
+    where = "'" + use.path + "'" + (mismatch == here.end() ? "" : " (outside the current directory)");
+  }
+  throw std::invalid_argument(file + ": its pipeline runs the Python pass " + use.spec + " (" + use.invocation +
+                              "): replaying it imports module '" + module + "' from " + where +
+                              " and runs Python code the file chooses; pass --allow-python to run it (only for a "
+                              "file you trust)");
 }
 
 }  // namespace
@@ -134,13 +202,18 @@ int run_fuzz(const FuzzArgs& args) {
     options.pass = args.pass;
     options.chunk = args.chunk;
     std::vector<std::string> sets = registry_sets(args.mutants, args.test_passes);
+    // Nothing a Python pass starts outlives the campaign: this process is a subreaper while
+    // the campaign runs, and kills every stray descendant at its end.
+    std::optional<python_bridge::StrayReaper> strays;
     if (!args.python_pass.empty()) {
       if (!options.pipeline.empty() || !options.pass.empty() || !options.chunk.empty())
         throw std::invalid_argument("--python-pass is the pass under test; it takes no --pass, --pipeline or --chunk");
       options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path);  // checks the spelling
+      strays.emplace();
       // A partitioner (passcheck_fx.partitioner) runs as a module pass; asking imports it
-      // once, so a misspelt pass is exit 2 before any case.
-      if (python_bridge::check_python_pass(args.python_pass, args.python_path))
+      // once (within --timeout-ms), so a misspelt pass, or one whose import fails in any
+      // way or hangs, is exit 2 before any case.
+      if (python_bridge::check_python_pass(args.python_pass, args.python_path, args.timeout_ms))
         options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path, /*partitioner=*/true);
       sets.push_back(python_bridge::kPythonPassSet);
     } else if (!args.python_path.empty()) {
@@ -179,9 +252,13 @@ int run_fuzz(const FuzzArgs& args) {
     check::PassRegistry registry = make_registry(options.registries);
     std::optional<python_bridge::PythonServer> python_server;  // one Python start for the whole campaign
     if (!args.python_pass.empty()) {
-      python_server.emplace(args.python_pass, args.python_path);
-      // A server that did not start: say why (a misspelt pass is exit 2 before any case).
-      if (!python_server->running()) python_bridge::check_python_pass(args.python_pass, args.python_path);
+      python_server.emplace(args.python_pass, args.python_path, args.timeout_ms);
+      // A server that did not start: say why (a pass that cannot be imported is exit 2
+      // before any case).
+      if (!python_server->running()) {
+        if (!python_server->import_failure().empty()) throw std::invalid_argument(python_server->import_failure());
+        python_bridge::check_python_pass(args.python_pass, args.python_path, args.timeout_ms);
+      }
     }
 
     ProgressLine line;
@@ -251,14 +328,24 @@ int run_fuzz(const FuzzArgs& args) {
   }); });
 }
 
-int run_repro(const ReproArgs& args) {
+namespace {
+
+int replay_repro(const ReproArgs& args, bool allow_python) {
   return guarded("repro", [&]() -> int {
     check::Repro r = check::read_repro(args.file);
-    if (!args.pipeline.empty()) r.pipeline = args.pipeline;
+    const bool pipeline_from_file = args.pipeline.empty();
+    if (!pipeline_from_file) r.pipeline = args.pipeline;
     check::PassRegistry registry = make_registry(r.registries);
     check::parse_pipeline(r.pipeline, registry);  // unknown pass: exit 2 here
-    python_bridge::check_python_passes_of(r.pipeline, registry);  // a Python pass this machine cannot import: exit 2
+    const std::vector<python_bridge::PythonPassUse> python = python_bridge::python_passes_of(r.pipeline, registry);
+    // Python the file chooses runs only when asked (a --pipeline typed here is chosen by the user).
+    require_python_allowed(args.file, python, allow_python || !pipeline_from_file);
+    std::optional<python_bridge::StrayReaper> strays;  // nothing a Python pass starts outlives the replay
+    if (!python.empty()) strays.emplace();
     const int64_t timeout_ms = campaign::replay_timeout_ms(r, args.timeout_ms);
+    // A Python pass this machine cannot import, or whose import fails in any way or hangs
+    // (past the replay's limit, or 20 s without one): exit 2.
+    python_bridge::check_python_passes_of(r.pipeline, registry, timeout_ms);
     // A replay that ends abnormally: a crash or a timeout is the failure still showing.
     auto abnormal = [&](const check::ChildOutcome& o) {
       if (o.kind == check::ChildOutcome::Kind::TimedOut)
@@ -292,6 +379,7 @@ int run_repro(const ReproArgs& args) {
     if (r.is_sim_mesh_case()) {
       check::prepare_for_fork();
       dist::DeviceMesh::parse(r.sim_mesh);  // a malformed mesh: exit 2 here
+      campaign::check_sim_mesh_graph(r);   // so is a graph of another kind of case
       std::cout << "passcheck repro " << args.file << ": sim-mesh case on " << r.sim_mesh << ", pipeline " << r.pipeline
                 << (r.version != PASSCHECK_VERSION ? ", written by passcheck " + r.version : "") << "\n"
                 << std::flush;
@@ -328,13 +416,24 @@ int run_repro(const ReproArgs& args) {
   });
 }
 
-int run_minimize(const MinimizeArgs& args) {
+int minimize_file(const MinimizeArgs& args, bool allow_python) {
   return guarded("minimize", [&]() -> int {
     check::Repro r = check::read_repro(args.file);
+    // Another repro is earlier work: replaced only when asked, checked before minimizing.
+    if (!args.out.empty() && args.out != args.file) {
+      io::check_new_or_forced(args.out, "--out repro file", args.force);
+      io::check_writable(args.out, "--out repro file");
+    }
     check::PassRegistry registry = make_registry(r.registries);
+    const std::vector<python_bridge::PythonPassUse> python = python_bridge::python_passes_of(r.pipeline, registry);
+    require_python_allowed(args.file, python, allow_python);  // Python the file chooses runs only when asked
+    std::optional<python_bridge::StrayReaper> strays;  // nothing a Python pass starts outlives the minimizer
+    if (!python.empty()) strays.emplace();
     check::prepare_for_fork();
-    // A Python pass runs on every candidate: one Python start for all of them.
-    std::unique_ptr<python_bridge::PythonServer> python_server = python_bridge::serve_python_pass_of(r.pipeline, registry);
+    // A Python pass runs on every candidate: one Python start for all of them (its import
+    // bounded by --timeout-ms).
+    std::unique_ptr<python_bridge::PythonServer> python_server =
+        python_bridge::serve_python_pass_of(r.pipeline, registry, args.timeout_ms);
     std::string out = args.out.empty() ? args.file : args.out;
     ProgressLine line;
     auto progress = [&](const campaign::MinimizeProgress& p) {
@@ -350,6 +449,12 @@ int run_minimize(const MinimizeArgs& args) {
   });
 }
 
+}  // namespace
+
+int run_repro(const ReproArgs& args) { return replay_repro(args, /*allow_python=*/false); }
+
+int run_minimize(const MinimizeArgs& args) { return minimize_file(args, /*allow_python=*/false); }
+
 int run_capture(const CaptureArgs& args) {
   return guarded("capture", [&]() -> int {
     std::string out = args.out;
@@ -360,6 +465,8 @@ int run_capture(const CaptureArgs& args) {
     }
     if (io::kind_of(out) == io::PathKind::Directory)
       throw io::FileError("cannot write repro file '" + out + "': it is a directory");
+    io::check_new_or_forced(out, "--out repro file", args.force);
+    io::check_writable(out, "--out repro file");
     std::vector<std::string> sets = registry_sets(args.mutants, args.test_passes);
     check::PassRegistry registry = make_registry(sets);
     check::parse_pipeline(args.pipeline, registry);
@@ -415,55 +522,73 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
     ReproArgs repro;
     MinimizeArgs minimize;
     CaptureArgs capture;
+    bool repro_allow_python = false;     // --allow-python (not in ReproArgs: commands.h is shared)
+    bool minimize_allow_python = false;  // --allow-python (not in MinimizeArgs)
     CLI::App* fuzz_cmd = nullptr;
     CLI::App* repro_cmd = nullptr;
     CLI::App* minimize_cmd = nullptr;
     CLI::App* capture_cmd = nullptr;
   };
   auto c = std::make_shared<Commands>();
-  const CLI::Validator positive_count = number_at_least(1), non_negative = number_at_least(0),
-                       positive_seconds = number_at_least(0, false),
-                       jobs_range = number_at_least(1, true, campaign::kMaxJobs);
+  const CLI::Validator cases_range = whole_number(1, kMaxCases), failures_range = whole_number(0, kMaxCases),
+                       seed_range = whole_number(0, UINT64_MAX),
+                       jobs_range = whole_number(1, static_cast<uint64_t>(campaign::kMaxJobs)),
+                       timeout_range = whole_number(1, kMaxTimeoutMs),
+                       replay_timeout_range = whole_number(0, kMaxTimeoutMs),
+                       positive_seconds = number_in(0, /*low_inclusive=*/false, kMaxSeconds),
+                       non_negative_seconds = number_in(0, /*low_inclusive=*/true, kMaxSeconds);
 
   FuzzArgs& fuzz = c->fuzz;
   auto* fuzz_cmd = c->fuzz_cmd =
       app.add_subcommand("fuzz", "Run generated cases through a pipeline, one process each; write repro files");
   fuzz_cmd->add_option("--pipeline", fuzz.pipeline,
                        "Pipeline to check, e.g. \"dce,canonicalize,cse,dce\" (neither this nor --pass: the default "
-                       "named pipeline)");
-  fuzz_cmd->add_option("--pass", fuzz.pass, "One pass, run after the passes it needs (remat: ac-regions,sac-tag first)");
-  fuzz_cmd->add_option("--cases", fuzz.cases, "Number of cases, at least 1 (default 100 when --seconds is not given)")
-      ->check(positive_count);
-  fuzz_cmd->add_option("--seconds", fuzz.seconds, "Stop starting cases after this many seconds (> 0)")
+                       "named pipeline)")
+      ->check(kNonEmpty);
+  fuzz_cmd->add_option("--pass", fuzz.pass, "One pass, run after the passes it needs (remat: ac-regions,sac-tag first)")
+      ->check(kNonEmpty);
+  fuzz_cmd->add_option("--cases", fuzz.cases, "Number of cases, 1 to 10^9 (default 100 when --seconds is not given)")
+      ->check(cases_range);
+  fuzz_cmd->add_option("--seconds", fuzz.seconds, "Stop starting cases after this many seconds (> 0, at most a week)")
       ->check(positive_seconds);
-  fuzz_cmd->add_option("--seed", fuzz.seed, "Campaign seed; case i uses a seed derived from it and i")->capture_default_str();
+  fuzz_cmd->add_option("--seed", fuzz.seed, "Campaign seed; case i uses a seed derived from it and i")
+      ->check(seed_range)
+      ->capture_default_str();
   fuzz_cmd->add_option("--jobs", fuzz.jobs, "Cases run in parallel, one process each (1 to 256)")
       ->check(jobs_range)
       ->capture_default_str();
   fuzz_cmd->add_option("--out", fuzz.out, "Directory for repro files (existing files in it are never replaced)")
+      ->check(kNonEmpty)
       ->capture_default_str();
-  fuzz_cmd->add_option("--timeout-ms", fuzz.timeout_ms, "Kill a case after this long (reported as a timeout; > 0)")
-      ->check(positive_count)
+  fuzz_cmd->add_option("--timeout-ms", fuzz.timeout_ms,
+                       "Kill a case after this long (reported as a timeout; at most a week); also the limit of "
+                       "importing a --python-pass")
+      ->check(timeout_range)
       ->capture_default_str();
   fuzz_cmd->add_flag("--mutants", fuzz.mutants, "Also register the known-buggy AC mutants (mutant-remat-...)");
   fuzz_cmd->add_flag("--test-passes", fuzz.test_passes, "Also register the test-only passes crash-on-odd and hang");
   fuzz_cmd->add_option("--max-failures", fuzz.max_failures, "Stop after this many failures (0: never)")
-      ->check(non_negative)
+      ->check(failures_range)
       ->capture_default_str();
   fuzz_cmd->add_option("--baseline-pass", fuzz.baseline_pass,
-                       "Count a failure only when this pass, in place of --pass, passes the case (e.g. remat for a mutant)");
+                       "Count a failure only when this pass, in place of --pass, passes the case (e.g. remat for a mutant)")
+      ->check(kNonEmpty);
   fuzz_cmd->add_flag("--models", fuzz.models, "Draw cases from the debug models instead of the program generator");
   fuzz_cmd->add_flag("--situations", fuzz.situations,
                      "Draw cases from the cleanup situations generator (the traps of the cleanup passes)");
   fuzz_cmd->add_option("--chunk", fuzz.chunk,
                        "Fuzz the chunking passes in this mode (batch): chunkable programs, graph chunking against eager "
-                       "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)");
+                       "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)")
+      ->check(kNonEmpty);
   fuzz_cmd->add_option("--python-pass", fuzz.python_pass,
-                       "Fuzz this Python pass (MODULE:FUNCTION over a torch.fx GraphModule; docs/python-passes.md)");
-  fuzz_cmd->add_option("--python-path", fuzz.python_path, "Directory the Python pass is imported from");
+                       "Fuzz this Python pass (MODULE:FUNCTION over a torch.fx GraphModule; docs/python-passes.md)")
+      ->check(kNonEmpty);
+  fuzz_cmd->add_option("--python-path", fuzz.python_path, "Directory the Python pass is imported from")
+      ->check(kNonEmpty);
   fuzz_cmd->add_flag("!--no-minimize", fuzz.minimize, "Keep failing repros at their original size");
-  fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds, "Time limit of each minimization (>= 0)")
-      ->check(non_negative)
+  fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds,
+                       "Time limit of each minimization (>= 0, at most a week)")
+      ->check(non_negative_seconds)
       ->capture_default_str();
   fuzz_cmd->add_option("--isolation", fuzz.isolation,
                        "fork-server: warm workers (one per job) fork a process per case; persistent: warm workers "
@@ -474,51 +599,70 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   fuzz_cmd->add_option("--mix", fuzz.mix,
                        "Cycle through kinds of case: programs (--pipeline/--pass), sim-mesh (chained all_gathers run "
                        "on every rank of a sim mesh), chunk (chunkable programs, chunk mode batch); e.g. "
-                       "programs,sim-mesh,chunk");
+                       "programs,sim-mesh,chunk")
+      ->check(kNonEmpty);
   fuzz_cmd->add_option("--sim-mesh-pass", fuzz.sim_mesh_pass,
                        "With --mix: the pass of the sim-mesh cases (fuse-chained-allgathers or a mutant of it)")
+      ->check(kNonEmpty)
       ->capture_default_str();
   fuzz_cmd->add_option("--chunk-pass", fuzz.chunk_pass,
-                       "With --mix: the chunk or concretize pass of the chunk cases (default chunk,concretize)");
-  fuzz_cmd->add_option("--report", fuzz.report, "Also write an HTML report of the campaign here (docs/reports.md)");
+                       "With --mix: the chunk or concretize pass of the chunk cases (default chunk,concretize)")
+      ->check(kNonEmpty);
+  fuzz_cmd->add_option("--report", fuzz.report, "Also write an HTML report of the campaign here (docs/reports.md)")
+      ->check(kNonEmpty);
 
   ReproArgs& repro = c->repro;
   auto* repro_cmd = c->repro_cmd =
       app.add_subcommand("repro", "Replay a repro file: exit 1 while the failure is present, 0 once fixed");
-  repro_cmd->add_option("file", repro.file, "Repro file")->required();
-  repro_cmd->add_option("--pipeline", repro.pipeline, "Replay with this pipeline instead of the file's");
+  repro_cmd->add_option("file", repro.file, "Repro file")->required()->check(kNonEmpty);
+  repro_cmd->add_option("--pipeline", repro.pipeline, "Replay with this pipeline instead of the file's")
+      ->check(kNonEmpty);
   repro_cmd->add_option("--timeout-ms", repro.timeout_ms,
                         "Kill the replay after this long (0: no limit; default: the limit a timeout repro records, "
-                        "else none)")
-      ->check(non_negative);
+                        "else none; at most a week); also the limit of importing a Python pass (20 s without one)")
+      ->check(replay_timeout_range);
+  repro_cmd->add_flag("--allow-python", c->repro_allow_python,
+                      "Run the Python pass the file's pipeline names (python{pass=M:F,path=DIR}): it imports and "
+                      "runs code the file chooses, from a directory the file chooses; only for files you trust");
 
   MinimizeArgs& minimize = c->minimize;
   auto* minimize_cmd = c->minimize_cmd = app.add_subcommand("minimize", "Shrink a repro file's graph while the failure persists");
-  minimize_cmd->add_option("file", minimize.file, "Repro file")->required();
-  minimize_cmd->add_option("--out", minimize.out, "Write here instead of rewriting FILE");
-  minimize_cmd->add_option("--seconds", minimize.seconds, "Time limit (> 0)")->check(positive_seconds)->capture_default_str();
-  minimize_cmd->add_option("--timeout-ms", minimize.timeout_ms, "Per-candidate limit for crash repros (> 0)")
-      ->check(positive_count)
+  minimize_cmd->add_option("file", minimize.file, "Repro file")->required()->check(kNonEmpty);
+  minimize_cmd->add_option("--out", minimize.out, "Write here instead of rewriting FILE")->check(kNonEmpty);
+  minimize_cmd->add_option("--seconds", minimize.seconds, "Time limit (> 0, at most a week)")
+      ->check(positive_seconds)
       ->capture_default_str();
+  minimize_cmd->add_option("--timeout-ms", minimize.timeout_ms,
+                           "Per-candidate limit for crash repros (> 0, at most a week); also the limit of importing a "
+                           "Python pass")
+      ->check(timeout_range)
+      ->capture_default_str();
+  minimize_cmd->add_flag("--force", minimize.force, "Replace an existing --out file");
+  minimize_cmd->add_flag("--allow-python", c->minimize_allow_python,
+                         "Run the Python pass the file's pipeline names (python{pass=M:F,path=DIR}): it imports and "
+                         "runs code the file chooses, from a directory the file chooses; only for files you trust");
 
   CaptureArgs& capture = c->capture;
   auto* capture_cmd = c->capture_cmd =
       app.add_subcommand("capture", "Write a repro file for a debug model and a pipeline (regressions)");
-  capture_cmd->add_option("--model", capture.model, "Debug model")->capture_default_str();
-  capture_cmd->add_option("--pipeline", capture.pipeline, "Pipeline")->required();
+  capture_cmd->add_option("--model", capture.model, "Debug model")->check(kNonEmpty)->capture_default_str();
+  capture_cmd->add_option("--pipeline", capture.pipeline, "Pipeline")->required()->check(kNonEmpty);
   capture_cmd->add_option("--out", capture.out,
-                          "Repro file to write (default: <model>-<pipeline>.repro here, never replacing a file)");
-  capture_cmd->add_option("--seed", capture.seed, "Model and input seed")->capture_default_str();
+                          "Repro file to write (default: <model>-<pipeline>.repro here, never replacing a file)")
+      ->check(kNonEmpty);
+  capture_cmd->add_option("--seed", capture.seed, "Model and input seed")->check(seed_range)->capture_default_str();
+  capture_cmd->add_flag("--force", capture.force, "Replace an existing --out file");
   capture_cmd->add_flag("--mutants", capture.mutants, "Also register the AC mutants");
   capture_cmd->add_flag("--test-passes", capture.test_passes, "Also register the test-only passes");
-  capture_cmd->add_option("--timeout-ms", capture.timeout_ms, "Kill the pipeline's process after this long (a timeout repro)")
-      ->check(positive_count)
+  capture_cmd->add_option("--timeout-ms", capture.timeout_ms,
+                          "Kill the pipeline's process after this long (a timeout repro; > 0, at most a week)")
+      ->check(timeout_range)
       ->capture_default_str();
 
   return [c]() -> std::optional<int> {
     if (*c->fuzz_cmd) return run_fuzz(c->fuzz);
-    if (*c->repro_cmd) return run_repro(c->repro);
-    if (*c->minimize_cmd) return run_minimize(c->minimize);
+    if (*c->repro_cmd) return replay_repro(c->repro, c->repro_allow_python);
+    if (*c->minimize_cmd) return minimize_file(c->minimize, c->minimize_allow_python);
     if (*c->capture_cmd) return run_capture(c->capture);
     return std::nullopt;
   };

@@ -235,17 +235,22 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   return kCaseViolated;
 }
 
+void check_sim_mesh_graph(const check::Repro& repro) {
+  // Every rank runs the case's graph on its one shard: a graph of another kind of case
+  // under a '#! sim-mesh:' line is bad input, not a failure on every rank.
+  std::unique_ptr<ir::Graph> graph = ir::parse_graph(repro.graph_text(), "<repro graph>");
+  if (graph->inputs().size() != 1 || !graph->inputs()[0]->meta())
+    throw std::invalid_argument("a sim-mesh repro's graph takes one tensor input (each rank's shard); this one takes " +
+                                std::to_string(graph->inputs().size()) +
+                                " inputs: the '#! sim-mesh:' line does not belong to this case");
+}
+
 std::vector<std::string> replay_sim_mesh_case(const check::Repro& repro, const check::PassRegistry& registry) {
   std::unique_ptr<ir::Graph> graph = ir::parse_graph(repro.graph_text(), "<repro graph>");
   gen::ChainedGatherCase c;
   c.mesh = repro.sim_mesh;
   c.graph_text = repro.graph_text();
-  // Every rank runs the case's graph on its one shard: a graph of another kind of case
-  // under a '#! sim-mesh:' line is bad input, not a failure on every rank.
-  if (graph->inputs().size() != 1)
-    throw std::invalid_argument("a sim-mesh repro's graph takes one input (each rank's shard); this one takes " +
-                                std::to_string(graph->inputs().size()) +
-                                ": the '#! sim-mesh:' line does not belong to this case");
+  check_sim_mesh_graph(repro);
   for (const ir::Value* input : graph->inputs()) {
     if (!input->meta()) throw std::invalid_argument("a sim-mesh repro's graph input has no tensor type");
     c.input_sizes = input->meta()->sizes;

@@ -45,6 +45,10 @@ struct CaseSpec {
 /// checks, completes the repro on a violation. Returns a CaseExit.
 int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry);
 
+/// Throws std::invalid_argument when a sim-mesh repro's graph is not one every rank can
+/// run on its shard (one tensor input): the header then belongs to another kind of case.
+void check_sim_mesh_graph(const check::Repro& repro);
+
 /// Replays a sim-mesh repro (check::Repro::is_sim_mesh_case): the graph through the repro's
 /// pipeline, its claims proved, and the result against the original bit for bit on every
 /// rank of the mesh. Returns the violations (empty: it passes).

@@ -3,7 +3,10 @@
 // whose fault a failure is (worker_failure). The worker is a fork of the campaign's
 // server (PythonServer, over a Unix socket) when there is one, else a process of its
 // own; either dies with its case (the fork on the socket's hang-up, the process by
-// PR_SET_PDEATHSIG), so a fuzz case that times out leaves no Python behind.
+// PR_SET_PDEATHSIG), so a fuzz case that times out leaves no Python behind. Nor does
+// anything the pass starts: workers run in a session of their own, the process starting
+// them is a child subreaper, and a worker's end kills its group and every stray
+// descendant (reap_descendants).
 #include "workflows/python_bridge/python_pass.h"
 
 #include "framework/check/isolation.h"
@@ -13,21 +16,27 @@
 #include "framework/ir/text.h"
 #include "passes/partition/save_all.h"
 
+#include <dirent.h>
 #include <nlohmann/json.hpp>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 
@@ -40,6 +49,22 @@ namespace fs = std::filesystem;
 // Where case processes find the campaign's fork server (PythonServer).
 constexpr const char* kServerEnv = "PASSCHECK_PYTHON_SERVER";
 
+// The workers and servers this process runs now: reap_descendants spares them (and what
+// they started) when another worker of this process ends meanwhile (a thread's).
+std::mutex& live_workers_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<pid_t>& live_workers() {
+  static std::set<pid_t> pids;
+  return pids;
+}
+void set_live(pid_t pid, bool live) {
+  std::lock_guard<std::mutex> lock(live_workers_mutex());
+  if (live) live_workers().insert(pid);
+  else live_workers().erase(pid);
+}
+
 // The worker's exit statuses (python/passcheck_fx/pass_worker.py); kWorkerVanished: a
 // server's fork that hung up without an answer (it crashed).
 enum WorkerExit : int {
@@ -48,6 +73,7 @@ enum WorkerExit : int {
   kWorkerPassRaised = 3,
   kWorkerBadResult = 4,
   kWorkerBadGraph = 5,
+  kWorkerCannotServe = 6,
   kWorkerVanished = 1000
 };
 
@@ -94,7 +120,9 @@ struct ScratchDir {
 };
 
 // Starts `python -m passcheck_fx.pass_worker ARGS` with its output in `log_path`;
-// returns its pid (-1 when fork fails). The worker dies with this process.
+// returns its pid (-1 when fork fails). The worker dies with this process, and leads a
+// session (so a process group) of its own: what it starts can be killed as a group and
+// can never join this process's group, whose members reap_descendants spares.
 pid_t spawn_worker(std::vector<std::string> args, const std::string& python_path, const fs::path& log_path) {
   std::string pythonpath = passcheck_python_dir();
   if (!python_path.empty()) pythonpath = python_path + ":" + pythonpath;
@@ -104,6 +132,7 @@ pid_t spawn_worker(std::vector<std::string> args, const std::string& python_path
   return check::spawn_child([&]() -> int {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) return 127;
+    ::setsid();
     FILE* log = std::fopen(log_path.c_str(), "w");
     if (!log) return 127;
     ::dup2(fileno(log), 1);
@@ -127,24 +156,49 @@ std::string read_log(const fs::path& log_path) {
   }
 }
 
+// Whether the child `pid` has ended, without reaping it (its pid, so its process group's
+// id, stays ours until poll_child reaps it).
+bool child_ended(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == pid;
+}
+
+// Ends a worker: its process group killed (what it started and left in it), the worker
+// reaped into `outcome` (unless `timed_out`: then killed first), then every stray
+// descendant of this process killed (daemons that left the group), the server spared.
+void end_worker(pid_t pid, check::ChildOutcome& outcome, bool timed_out) {
+  ::kill(-pid, SIGKILL);
+  if (timed_out) {
+    check::kill_child(pid);
+    outcome.kind = check::ChildOutcome::Kind::TimedOut;
+  } else {
+    check::poll_child(pid, outcome);
+  }
+  set_live(pid, false);
+  reap_descendants();
+}
+
 WorkerRun run_worker(std::vector<std::string> args, const std::string& python_path, const fs::path& log_path,
                      int64_t timeout_ms) {
+  become_subreaper();  // what the pass abandons is reparented here, where end_worker finds it
   pid_t pid = spawn_worker(std::move(args), python_path, log_path);
   WorkerRun run;
   if (pid < 0) {
     run.outcome.kind = check::ChildOutcome::Kind::ForkFailed;
     return run;
   }
+  set_live(pid, true);
   auto start = std::chrono::steady_clock::now();
-  while (!check::poll_child(pid, run.outcome)) {
+  bool timed_out = false;
+  while (!child_ended(pid)) {
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     if (timeout_ms > 0 && elapsed.count() > timeout_ms) {
-      check::kill_child(pid);
-      run.outcome.kind = check::ChildOutcome::Kind::TimedOut;
+      timed_out = true;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  end_worker(pid, run.outcome, timed_out);
   run.log = read_log(log_path);
   return run;
 }
@@ -323,6 +377,9 @@ std::optional<std::string> run_in_worker(const ir::Graph& graph, const check::Pa
                                       options.get("path"), log, timeout_ms);
   if (run.outcome.kind != check::ChildOutcome::Kind::Exited || run.outcome.exit_code != kWorkerOk)
     throw std::runtime_error(worker_failure(spec, run, timeout_ms));
+  if (!fs::exists(after))  // exit 0 without a result: the pass ended the process itself (os._exit)
+    throw std::runtime_error("python pass " + spec + ": the Python worker ended (exit 0) without writing the "
+                             "pass's result: the pass ended the process" + log_tail(run.log));
   return io::read_file(after.string(), "Python pass result");
 }
 
@@ -432,32 +489,81 @@ std::string python_pass_pipeline(const std::string& spec, const std::string& pyt
   return inv.str();
 }
 
-bool check_python_pass(const std::string& spec, const std::string& python_path) {
-  check_spec_syntax(spec);
-  ScratchDir scratch;
-  WorkerRun run = run_worker({"--pass", spec, "--check"}, python_path, scratch.path / "worker.log", 60000);
-  if (run.outcome.kind == check::ChildOutcome::Kind::Exited && run.outcome.exit_code == kWorkerOk)
-    return run.log.find("passcheck-pass-kind: partitioner") != std::string::npos;
-  throw std::invalid_argument(worker_failure(spec, run, 60000));
+namespace {
+
+int64_t import_limit(int64_t timeout_ms) { return timeout_ms > 0 ? timeout_ms : kDefaultImportTimeoutMs; }
+
+// Why importing the pass failed, naming the module and what happened; `run` is the
+// worker's (or the server's) run, `log` what it printed.
+std::string import_failure_message(const std::string& spec, const std::string& python_path, const WorkerRun& run,
+                                   int64_t timeout_ms) {
+  const std::string module = spec.substr(0, spec.find(':'));
+  const std::string where = python_path.empty() ? "the default import path" : "'" + python_path + "'";
+  const check::ChildOutcome& o = run.outcome;
+  std::string what;
+  if (o.kind == check::ChildOutcome::Kind::TimedOut) {
+    what = "importing it did not finish within " + std::to_string(timeout_ms) +
+           " ms (the --timeout-ms limit); an import that hangs cannot be fuzzed";
+  } else if (o.kind == check::ChildOutcome::Kind::Exited && o.exit_code == kWorkerBadSpec) {
+    return worker_failure(spec, run, timeout_ms);  // the worker's own words name the module and the exception
+  } else if (o.kind == check::ChildOutcome::Kind::Exited && o.exit_code == 127) {
+    return worker_failure(spec, run, timeout_ms);
+  } else if (o.kind == check::ChildOutcome::Kind::Exited) {
+    what = "the worker importing it ended with exit " + std::to_string(o.exit_code) +
+           " before it could say what the pass is (the module ends the process when imported: os._exit, "
+           "a signal handler, ...)";
+  } else {
+    what = "the worker importing it " + o.describe(timeout_ms);
+  }
+  return "python pass " + spec + ": cannot import module '" + module + "' from " + where + ": " + what +
+         log_tail(run.log);
 }
 
-PythonServer::PythonServer(const std::string& spec, const std::string& python_path) {
+}  // namespace
+
+bool check_python_pass(const std::string& spec, const std::string& python_path, int64_t timeout_ms) {
+  check_spec_syntax(spec);
+  timeout_ms = import_limit(timeout_ms);
+  ScratchDir scratch;
+  WorkerRun run = run_worker({"--pass", spec, "--check"}, python_path, scratch.path / "worker.log", timeout_ms);
+  // A worker that exits 0 without the kind line did not finish: the module's import ended
+  // the process (sys.exit is caught and reported by the worker itself, os._exit is not).
+  const bool answered = run.log.find("passcheck-pass-kind: ") != std::string::npos;
+  if (run.outcome.kind == check::ChildOutcome::Kind::Exited && run.outcome.exit_code == kWorkerOk && answered)
+    return run.log.find("passcheck-pass-kind: partitioner") != std::string::npos;
+  throw std::invalid_argument(import_failure_message(spec, python_path, run, timeout_ms));
+}
+
+PythonServer::PythonServer(const std::string& spec, const std::string& python_path, int64_t start_timeout_ms) {
+  start_timeout_ms = import_limit(start_timeout_ms);
   // Under /tmp, not $TMPDIR: a Unix socket path must fit in 108 bytes.
   char pattern[] = "/tmp/passcheck-pyserver-XXXXXX";
   if (!::mkdtemp(pattern)) return;
   dir_ = pattern;
   const std::string socket_path = dir_ + "/s";
-  pid_ = spawn_worker({"--pass", spec, "--serve", socket_path}, python_path, fs::path(dir_) / "server.log");
+  const fs::path log_path = fs::path(dir_) / "server.log";
+  become_subreaper();  // what a pass abandons in a fork of the server comes back here
+  pid_ = spawn_worker({"--pass", spec, "--serve", socket_path}, python_path, log_path);
   if (pid_ < 0) return;
-  // Ready when the socket appears; a server that exits or takes over a minute is not
-  // used (each case then starts its own worker, which reports the problem).
+  set_live(pid_, true);
+  // Ready when the socket appears. A server that exits first, or passes the time limit,
+  // is not used: its import failed (import_failure_), or it could not serve (each case
+  // then starts its own worker).
   auto start = std::chrono::steady_clock::now();
-  check::ChildOutcome ended;
+  WorkerRun ended;
   while (!fs::exists(socket_path)) {
-    const bool exited = check::poll_child(pid_, ended);  // reaped: never signal it again
-    if (exited || std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
-      if (!exited) check::kill_child(pid_);
+    const bool exited = child_ended(pid_);
+    const bool late = std::chrono::steady_clock::now() - start > std::chrono::milliseconds(start_timeout_ms);
+    if (exited || late) {
+      end_worker(pid_, ended.outcome, /*timed_out=*/!exited);
       pid_ = -1;
+      ended.log = read_log(log_path);
+      // A server that cannot listen on its socket says so (kWorkerCannotServe): cases then
+      // start their own workers. Any other end before listening is the import's doing:
+      // exit 2 with the worker's message, any other exit or signal, or the time limit.
+      const bool cannot_serve =
+          ended.outcome.kind == check::ChildOutcome::Kind::Exited && ended.outcome.exit_code == kWorkerCannotServe;
+      if (!cannot_serve) import_failure_ = import_failure_message(spec, python_path, ended, start_timeout_ms);
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -468,37 +574,141 @@ PythonServer::PythonServer(const std::string& spec, const std::string& python_pa
 PythonServer::~PythonServer() {
   if (pid_ > 0) {
     ::unsetenv(kServerEnv);
+    ::kill(-pid_, SIGKILL);  // the server and the forks serving requests: one process group
     check::kill_child(pid_);
+    set_live(pid_, false);
+    reap_descendants();  // what their passes abandoned (reparented here: a subreaper)
   }
   std::error_code ignored;
   if (!dir_.empty()) fs::remove_all(dir_, ignored);
 }
 
-namespace {
-
-// The first Python pass `pipeline` runs: (MODULE:FUNCTION, path); nullopt when none.
-std::optional<std::pair<std::string, std::string>> python_pass_of(const std::string& pipeline,
-                                                                  const check::PassRegistry& registry) {
+std::vector<PythonPassUse> python_passes_of(const std::string& pipeline, const check::PassRegistry& registry) {
+  std::vector<PythonPassUse> uses;
   for (const check::PassInvocation& inv : check::parse_pipeline(pipeline, registry)) {
     if (inv.name != "python" && inv.name != kPythonPartitionerPass) continue;
     check::PassOptions options(registry.get(inv.name).info, inv.options);
-    return std::make_pair(options.get("pass"), options.get("path"));
+    uses.push_back({inv.name, options.get("pass"), options.get("path"), inv.str()});
   }
-  return std::nullopt;
+  return uses;
+}
+
+std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, const check::PassRegistry& registry,
+                                                   int64_t timeout_ms) {
+  std::vector<PythonPassUse> uses = python_passes_of(pipeline, registry);
+  if (uses.empty()) return nullptr;
+  auto server = std::make_unique<PythonServer>(uses.front().spec, uses.front().path, timeout_ms);
+  if (!server->running()) {
+    if (!server->import_failure().empty()) throw std::invalid_argument(server->import_failure());
+    check_python_pass(uses.front().spec, uses.front().path, timeout_ms);  // say why: exit 2
+  }
+  for (size_t i = 1; i < uses.size(); ++i) check_python_pass(uses[i].spec, uses[i].path, timeout_ms);
+  return server;
+}
+
+void check_python_passes_of(const std::string& pipeline, const check::PassRegistry& registry, int64_t timeout_ms) {
+  for (const PythonPassUse& use : python_passes_of(pipeline, registry))
+    check_python_pass(use.spec, use.path, timeout_ms);
+}
+
+// ---- Strays ----------------------------------------------------------------------------
+
+void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+namespace {
+
+struct ProcessEntry {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  char state = '?';
+};
+
+// Every process /proc shows: pid, parent, process group and state (fields 1, 4, 5, 3 of
+// /proc/PID/stat; the command name, field 2, may hold spaces and parentheses, so the
+// fields after it are found from its last ')').
+std::vector<ProcessEntry> list_processes() {
+  std::vector<ProcessEntry> out;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return out;
+  while (dirent* entry = ::readdir(proc)) {
+    const char* name = entry->d_name;
+    if (*name < '0' || *name > '9') continue;
+    const std::string path = std::string("/proc/") + name + "/stat";
+    FILE* f = std::fopen(path.c_str(), "re");
+    if (!f) continue;  // it ended meanwhile
+    char buf[1024];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    const char* close = std::strrchr(buf, ')');
+    ProcessEntry e;
+    int ppid = 0, pgid = 0;
+    if (!close || std::sscanf(close + 1, " %c %d %d", &e.state, &ppid, &pgid) != 3) continue;
+    e.pid = static_cast<pid_t>(std::atoi(name));
+    e.ppid = ppid;
+    e.pgid = pgid;
+    out.push_back(e);
+  }
+  ::closedir(proc);
+  return out;
+}
+
+// Reaps the zombies among this process's children outside its own group (strays that
+// died, or that reap_descendants killed); a child of its own group is its caller's to reap.
+void reap_stray_zombies(const std::vector<ProcessEntry>& processes, pid_t self, pid_t group) {
+  for (const ProcessEntry& e : processes) {
+    if (e.ppid != self || e.pgid == group || e.state != 'Z') continue;
+    int status = 0;
+    ::waitpid(e.pid, &status, WNOHANG);
+  }
 }
 
 }  // namespace
 
-std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, const check::PassRegistry& registry) {
-  auto pass = python_pass_of(pipeline, registry);
-  if (!pass) return nullptr;
-  auto server = std::make_unique<PythonServer>(pass->first, pass->second);
-  if (!server->running()) check_python_pass(pass->first, pass->second);  // say why: exit 2
-  return server;
-}
-
-void check_python_passes_of(const std::string& pipeline, const check::PassRegistry& registry) {
-  if (auto pass = python_pass_of(pipeline, registry)) check_python_pass(pass->first, pass->second);
+int reap_descendants(int spare) {
+  const pid_t self = ::getpid(), group = ::getpgrp();
+  std::set<pid_t> spared;
+  {
+    std::lock_guard<std::mutex> lock(live_workers_mutex());
+    spared = live_workers();
+  }
+  if (spare > 0) spared.insert(spare);
+  int killed = 0;
+  std::set<pid_t> signalled;
+  // Killing a process reparents its children here (a subreaper), and a stray may fork while
+  // it is being killed: sweep until no live stray is left (a bounded number of times).
+  for (int sweep = 0; sweep < 200; ++sweep) {
+    std::vector<ProcessEntry> processes = list_processes();
+    std::multimap<pid_t, const ProcessEntry*> children;
+    for (const ProcessEntry& e : processes) children.emplace(e.ppid, &e);
+    std::vector<const ProcessEntry*> strays, todo;
+    auto [first, last] = children.equal_range(self);
+    for (auto it = first; it != last; ++it) {
+      const ProcessEntry* child = it->second;
+      if (spared.count(child->pid) || child->pgid == group) continue;  // ours: a case process, a live worker
+      todo.push_back(child);
+    }
+    while (!todo.empty()) {
+      const ProcessEntry* e = todo.back();
+      todo.pop_back();
+      if (spared.count(e->pid)) continue;
+      strays.push_back(e);
+      auto [b, end] = children.equal_range(e->pid);
+      for (auto it = b; it != end; ++it) todo.push_back(it->second);
+    }
+    bool alive = false;
+    for (const ProcessEntry* e : strays) {
+      if (e->state == 'Z' || e->state == 'X') continue;
+      alive = true;
+      if (::kill(e->pid, SIGKILL) == 0 && signalled.insert(e->pid).second) ++killed;
+    }
+    reap_stray_zombies(processes, self, group);
+    if (!alive) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(sweep < 10 ? 1 : 10));
+  }
+  reap_stray_zombies(list_processes(), self, group);
+  return killed;
 }
 
 }  // namespace passcheck::python_bridge
