@@ -2,6 +2,7 @@
 // output slots, values to release afterwards), then a tight loop of boxed calls.
 #include "framework/exec/executor.h"
 
+#include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include "framework/exec/op_properties.h"
 
