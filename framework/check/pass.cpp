@@ -71,8 +71,9 @@ PassOptions::PassOptions(const PassInfo& info, const std::map<std::string, std::
   for (const PassOptionInfo& o : info.options) defaults_[o.name] = o.default_value;
   values_ = defaults_;
   for (const auto& [name, value] : given) {
+    const std::string& wanted = name;  // clang 14 does not capture structured bindings
     auto it = std::find_if(info.options.begin(), info.options.end(),
-                           [&](const PassOptionInfo& o) { return o.name == name; });
+                           [&](const PassOptionInfo& o) { return o.name == wanted; });
     if (it == info.options.end()) {
       std::vector<std::string> names = option_names(info);
       throw PassConfigError("pass '" + info.name + "' has no option '" + name +
