@@ -46,6 +46,8 @@ std::string kind_of(const c10::IValue& v) {
 // How many objects a pickle may hold on its stack at once: nesting needs one per level,
 // and an archive of inputs (appended in batches of 1000 by Python's pickler) needs a few.
 constexpr size_t kMaxPickleStack = 4096;
+// The largest memo index (PUT/GET) an archive may name: one per object it holds.
+constexpr uint32_t kMaxPickleMemo = 1u << 20;
 
 // What each opcode's argument looks like in the stream.
 enum class PickleArg : uint8_t { None, Fixed, Line, TwoLines, Len1, Len4, Len8 };
@@ -122,6 +124,24 @@ void check_pickle_stack(const std::string& path, const char* data, size_t size) 
     const unsigned char code = static_cast<unsigned char>(data[at++]);
     const PickleOp& op = pickle_ops()[code];
     if (!op.known) bad(op_at, "unknown pickle opcode 0x" + [&] { std::ostringstream o; o << std::hex << int(code); return o.str(); }());
+    // LibTorch's unpickler sizes its memo table by the largest index a PUT names: an
+    // index of 2^32 would allocate 64 GiB before anything else is read.
+    if (code == 'r' || code == 'j') {
+      if (size - at < 4) bad(op_at, "truncated argument");
+      uint32_t index = 0;
+      for (size_t k = 0; k < 4; ++k) index |= uint32_t(static_cast<unsigned char>(data[at + k])) << (8 * k);
+      if (index > kMaxPickleMemo)
+        bad(op_at, "memo index " + std::to_string(index) + " (an archive of inputs uses a few; at most " +
+                       std::to_string(kMaxPickleMemo) + ")");
+    }
+    if (code == 'p' || code == 'g') {
+      const void* nl = std::memchr(data + at, '\n', size - at);
+      const size_t length = nl ? static_cast<size_t>(static_cast<const char*>(nl) - (data + at)) : 0;
+      if (!nl || length == 0 || length > 7 ||
+          std::string(data + at, length).find_first_not_of("0123456789") != std::string::npos ||
+          std::stoul(std::string(data + at, length)) > kMaxPickleMemo)
+        bad(op_at, "memo index is not a whole number up to " + std::to_string(kMaxPickleMemo));
+    }
     switch (op.arg) {
       case PickleArg::None: break;
       case PickleArg::Fixed:

@@ -16,6 +16,7 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <sys/stat.h>
@@ -185,6 +186,25 @@ TEST(Archives, APickleNestedDeeperThanTheStackBoundIsRefusedBeforeLoading) {
     FAIL() << "a 6000-deep archive was read";
   } catch (const std::invalid_argument& e) {
     EXPECT_CONTAINS(std::string(e.what()), "nests deeper than 4096 objects");
+  }
+}
+
+TEST(Archives, AMemoIndexThatWouldSizeTheMemoTableToGigabytesIsRefused) {
+  // Found by parser_fuzz_archive: LONG_BINPUT 1766089829 made LibTorch's unpickler
+  // allocate a 28 GiB memo table before reading anything else.
+  std::string zip;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) {
+    zip.append(static_cast<const char*>(data), n);
+    return n;
+  });
+  const std::string pickle = std::string("\x80\x02]r") + std::string("\x65\x64\x44\x69", 4) + ".";
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  writer.writeEndOfFile();
+  try {
+    exec::read_archive(zip, "memo.pt");
+    FAIL() << "a memo index of 1766089829 was read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "memo.pt: data.pkl byte 3: memo index 1766089829");
   }
 }
 

@@ -1,6 +1,7 @@
 // passcheck bench --cudagraph BACKEND: its options and the printed figures. The measuring
 // is workflows/bench/cudagraph.h.
 #include "tools/passcheck/commands.h"
+#include "oracles/models/subject.h"
 
 #include "framework/exec/memory.h"
 #include "framework/version.h"
@@ -23,6 +24,11 @@ int run_cudagraph_bench(const BenchArgs& args) {
     options.warmup = args.warmup;
     options.batch_size = args.batch_size;
     options.seq_len = args.seq_len;
+    models::SubjectOptions estimate_options;
+    estimate_options.batch_size = args.batch_size;
+    estimate_options.seq_len = args.seq_len;
+    // Eager, traced and captured steps side by side, plus the capture pool.
+    check_training_memory(args.model, estimate_options, FootprintShape{3, 1, 1, args.memory_budget});
     at::set_num_threads(args.threads);
     const bench::CudagraphBenchResult r = bench::measure_cudagraph_step(options);
     const exec::ModuleRunStats& stats = r.captured_stats;

@@ -421,8 +421,8 @@ int minimize_file(const MinimizeArgs& args, bool allow_python) {
     check::Repro r = check::read_repro(args.file);
     // Another repro is earlier work: replaced only when asked, checked before minimizing.
     if (!args.out.empty() && args.out != args.file) {
-      io::check_new_or_forced(args.out, "--out repro file", args.force);
       io::check_writable(args.out, "--out repro file");
+      io::check_new_or_forced(args.out, "--out repro file", args.force);
     }
     check::PassRegistry registry = make_registry(r.registries);
     const std::vector<python_bridge::PythonPassUse> python = python_bridge::python_passes_of(r.pipeline, registry);
@@ -465,8 +465,8 @@ int run_capture(const CaptureArgs& args) {
     }
     if (io::kind_of(out) == io::PathKind::Directory)
       throw io::FileError("cannot write repro file '" + out + "': it is a directory");
-    io::check_new_or_forced(out, "--out repro file", args.force);
     io::check_writable(out, "--out repro file");
+    io::check_new_or_forced(out, "--out repro file", args.force);
     std::vector<std::string> sets = registry_sets(args.mutants, args.test_passes);
     check::PassRegistry registry = make_registry(sets);
     check::parse_pipeline(args.pipeline, registry);

@@ -72,6 +72,10 @@ const CLI::Validator kSeed(
     },
     "UINT64");
 
+// Every option's value: an empty one is refused (see main()).
+const CLI::Validator kNonEmptyValue([](std::string& text) { return text.empty() ? std::string("must not be empty") : ""; },
+                                    "", "non-empty");
+
 }  // namespace
 
 namespace {
@@ -302,6 +306,12 @@ int main(int argc, char** argv) {
   auto run_campaign_command = add_campaign_commands(app);
   auto run_gate_command = add_gate_command(app);
   auto run_python_command = add_python_commands(app);
+
+  // No option takes an empty value: "--pipeline ''" or "--out ''" is a mistake in a
+  // script, never a request for the default, so it is a usage error naming the option.
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    for (CLI::Option* option : sub->get_options([](CLI::Option* o) { return o->get_expected_min() > 0; }))
+      option->check(kNonEmptyValue);
 
   // One exit-code contract (README "Exit codes"): --help and --version are 0, every
   // usage error (unknown subcommand or option, a missing or malformed value) is 2.
