@@ -37,33 +37,34 @@ def write(path, data):
 
 # ---- graph files ------------------------------------------------------------------------
 
-@generator("subgraph_chain_8000", "chain.graph: 8000 subgraphs, each calling the next once")
-def subgraph_chain(scratch, victim, depth=8000):
-    parts = []
-    for i in range(depth):
-        if i + 1 < depth:
-            body = f'  %r : f32[4] = passcheck::invoke_subgraph("s{i + 1:05d}", [%x])\n'
-        else:
-            body = "  %r : f32[4] = aten::relu(%x)\n"
-        parts.append(f"subgraph s{i:05d}(\n    arg %x : f32[4]):\n{body}  return (%r)\n")
-    parts.append('graph(arg %x : f32[4]):\n  %y : f32[4] = passcheck::invoke_subgraph("s00000", [%x])\n'
-                 "  return (%y)\n")
-    write(os.path.join(scratch, "chain.graph"), "".join(parts))
-
-
-@generator("subgraph_fanout_40", "fanout.graph: 40 subgraph levels, each calling the next twice (2^40 nodes expanded)")
-def subgraph_fanout(scratch, victim, levels=40):
+def subgraph_nest(path, levels, calls_per_level):
+    """A graph calling a nest of `levels` subgraphs, each calling the next
+    `calls_per_level` times in sequence; the last level is one relu."""
+    width = len(str(levels - 1))
+    name = lambda i: f"s{i:0{width}d}"
     parts = []
     for i in range(levels):
         if i + 1 < levels:
-            body = (f'  %a : f32[4] = passcheck::invoke_subgraph("s{i + 1:02d}", [%x])\n'
-                    f'  %r : f32[4] = passcheck::invoke_subgraph("s{i + 1:02d}", [%a])\n')
+            body, last = "", "%x"
+            for k in range(calls_per_level):
+                body += f'  %c{k} : f32[4] = passcheck::invoke_subgraph("{name(i + 1)}", [{last}])\n'
+                last = f"%c{k}"
         else:
-            body = "  %r : f32[4] = aten::relu(%x)\n"
-        parts.append(f"subgraph s{i:02d}(\n    arg %x : f32[4]):\n{body}  return (%r)\n")
-    parts.append('graph(arg %x : f32[4]):\n  %y : f32[4] = passcheck::invoke_subgraph("s00", [%x])\n'
+            body, last = "  %c0 : f32[4] = aten::relu(%x)\n", "%c0"
+        parts.append(f"subgraph {name(i)}(\n    arg %x : f32[4]):\n{body}  return ({last})\n")
+    parts.append(f'graph(arg %x : f32[4]):\n  %y : f32[4] = passcheck::invoke_subgraph("{name(0)}", [%x])\n'
                  "  return (%y)\n")
-    write(os.path.join(scratch, "fanout.graph"), "".join(parts))
+    write(path, "".join(parts))
+
+
+@generator("subgraph_chain_8000", "chain.graph: 8000 subgraphs, each calling the next once")
+def subgraph_chain(scratch, victim):
+    subgraph_nest(os.path.join(scratch, "chain.graph"), levels=8000, calls_per_level=1)
+
+
+@generator("subgraph_fanout_40", "fanout.graph: 40 subgraph levels, each calling the next twice (2^40 nodes expanded)")
+def subgraph_fanout(scratch, victim):
+    subgraph_nest(os.path.join(scratch, "fanout.graph"), levels=40, calls_per_level=2)
 
 
 TOKEN_BYTES = 100 * 1024 * 1024
