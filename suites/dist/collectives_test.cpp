@@ -157,6 +157,46 @@ TEST_P(Collectives, AutogradFormulas) {
   EXPECT_EQ(errors, "");
 }
 
+TEST_P(Collectives, AllToAllAndAllReduceGradientsMatchTheSingleProcessReference) {
+  DeviceMesh mesh = DeviceMesh::parse("ep=3");
+  // Rank i sends (i + 2j) % 3 + 1 rows to rank j: every rank sends and receives 6 rows,
+  // but in different chunk sizes, so a backward that forgets to swap the split lists
+  // still runs and puts the chunk boundaries in the wrong places.
+  auto rows = [](int64_t i, int64_t j) { return (i + 2 * j) % 3 + 1; };
+  std::string errors = run_ranks(backend(), mesh, [&](int64_t rank) {
+    std::vector<int64_t> in_splits, out_splits;
+    for (int64_t j = 0; j < 3; ++j) in_splits.push_back(rows(rank, j));
+    for (int64_t i = 0; i < 3; ++i) out_splits.push_back(rows(i, rank));
+    std::vector<at::Tensor> gy(3);
+    for (int64_t r = 0; r < 3; ++r) gy[r] = rank_input(7, r, {6, 4}, at::kFloat);
+    // The reference, from every rank's output gradient in one process: the rows rank
+    // `rank` sent to rank j come back from the chunk of j's gradient that came from it.
+    std::vector<at::Tensor> back;
+    for (int64_t j = 0; j < 3; ++j) {
+      std::vector<int64_t> j_out_splits;
+      for (int64_t i = 0; i < 3; ++i) j_out_splits.push_back(rows(i, j));
+      back.push_back(gy[j].split_with_sizes(j_out_splits, 0)[rank]);
+    }
+    const at::Tensor reference = at::cat(back, 0);
+    at::Tensor leaf = rank_input(8, rank, {6, 4}, at::kFloat).requires_grad_(true);
+    at::Tensor y = dist::wait_tensor(dist::all_to_all_single(leaf, out_splits, in_splits, "ep"));
+    at::Tensor g = torch::autograd::grad({y}, {leaf}, {gy[rank]})[0];
+    expect_bitwise("grad of all_to_all_single", reference, g);
+    // The check tells the classic mistake apart: the forward's split lists, not swapped.
+    at::Tensor unswapped = dist::wait_tensor(dist::all_to_all_single(gy[rank], out_splits, in_splits, "ep"));
+    if (at::equal(unswapped, reference)) throw std::runtime_error("an unswapped backward matches the reference");
+    // all_reduce: the identity (the reduced value is replicated, its loss counted once);
+    // reducing the gradient again would count it three times.
+    at::Tensor leaf2 = rank_input(9, rank, {2, 3}, at::kFloat).requires_grad_(true);
+    at::Tensor z = dist::wait_tensor(dist::all_reduce(leaf2, "sum", "ep"));
+    at::Tensor gz = rank_input(10, rank, {2, 3}, at::kFloat);
+    expect_bitwise("grad of all_reduce", gz, torch::autograd::grad({z}, {leaf2}, {gz})[0]);
+    at::Tensor reduced_again = dist::wait_tensor(dist::all_reduce(gz, "sum", "ep"));
+    if (at::equal(reduced_again, gz)) throw std::runtime_error("a reducing backward matches the reference");
+  });
+  EXPECT_EQ(errors, "");
+}
+
 TEST_P(Collectives, MismatchedCollectiveIsReportedNotDeadlocked) {
   DeviceMesh mesh = DeviceMesh::parse("dp=2");
   std::string errors = run_ranks(backend(), mesh, [&](int64_t rank) {
