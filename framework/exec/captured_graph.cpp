@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -309,8 +310,32 @@ std::vector<c10::IValue> CapturedGraph::operator()(std::vector<c10::IValue> args
     ++last_call_.copies;
     last_call_.copy_bytes += static_cast<int64_t>(arg.nbytes());
   }
+  if (spec_.backend == ir::CaptureSpec::Backend::Replay) poison_freed_static_buffers();
   capture_->replay(executor_, buffers_, outputs_);
   return outputs_;
+}
+
+void CapturedGraph::poison_freed_static_buffers() {
+  // The replay model keeps a static input's captured storage alive through its alias, so
+  // a value wrongly marked static would be read back intact, or, if its producer wrote
+  // the next value to the same place, read fresh by luck. On a GPU its producer freed the
+  // block and the caching allocator may have handed it to anything. When nobody but this
+  // wrapper holds the storage any more, it is filled with poison (NaN, or the dtype's
+  // largest value) so the replay reads garbage whatever an allocator would have done.
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    if (!is_static_[i] || !buffers_[i].isTensor()) continue;
+    const at::Tensor& alias = buffers_[i].toTensor();
+    if (!alias.defined() || alias.storage().use_count() > 1) continue;
+    ++last_call_.poisoned;
+    at::NoGradGuard no_grad;  // the alias of a parameter requires grad; the poison is not part of any graph
+    at::Tensor kept = alias.detach();
+    if (at::isFloatingType(kept.scalar_type()) || at::isComplexType(kept.scalar_type()))
+      kept.fill_(std::numeric_limits<double>::quiet_NaN());
+    else if (kept.scalar_type() == at::kBool)
+      kept.fill_(true);
+    else
+      kept.fill_(c10::Scalar(int64_t{-1}));
+  }
 }
 
 }  // namespace passcheck::exec

@@ -12,7 +12,11 @@
 // binds the plan to the storages of the call-2 arguments and outputs; a replay runs the plan
 // again on those storages only and writes its results into the captured output storages.
 // So, as on a GPU, an input that is not copied is read stale, a static input whose storage
-// moved is read from the old storage, and outputs of replay k change at replay k+1.
+// moved is read from the old storage, and outputs of replay k change at replay k+1. The
+// model is adversarial where a GPU's allocator decides: a static input whose producer has
+// freed its captured storage (only the wrapper still holds it) is filled with poison (NaN,
+// -1, true) before a replay, so a per-call value wrongly marked static always changes the
+// result instead of depending on where an allocator puts the next one.
 //
 // What the wrapper refuses (ReplayHazard, naming the input and the addresses): a static
 // input no longer at its recorded address (upstream's check compares the captured
@@ -60,6 +64,9 @@ struct CaptureCall {
   /// Inputs copied into their kept buffers (replays only) and the bytes copied.
   int64_t copies = 0;
   int64_t copy_bytes = 0;
+  /// Static inputs whose captured storage only the wrapper still held (its producer freed
+  /// it), filled with poison before the replay (`replay` backend).
+  int64_t poisoned = 0;
 };
 const char* to_string(CaptureCall::Phase phase);
 
@@ -161,6 +168,7 @@ class CapturedGraph {
   void release();
   void check_argument_kinds(const std::vector<c10::IValue>& args) const;
   void check_replayable(const std::vector<c10::IValue>& args) const;
+  void poison_freed_static_buffers();
   bool injected(const char* bug) const;
 
   std::string name_;

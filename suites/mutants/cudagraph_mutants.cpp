@@ -26,6 +26,13 @@ std::vector<MutantInfo> cudagraph_mutants() {
                            "addresses recorded from those same buffers, never fires, and a moved static input "
                            "replays on stale memory",
                            injected_bug(bugs::kSelfComparedAddressCheck)});
+  check::InjectedFaults per_call_static = disabled_guard("input-changes-address");
+  per_call_static.injected_bugs.insert(bugs::kUncheckedStaticAddresses);
+  out.push_back(MutantInfo{"mutant-cudagraph-static-per-call-values", "cudagraph", 11,
+                           "values each call produces anew (arguments and outputs of eager parts) are marked static "
+                           "and no address check guards them: a replay reads the capture call's buffer, which on a "
+                           "GPU may have been handed to anything (the replay model poisons it)",
+                           per_call_static});
   out.push_back(MutantInfo{"mutant-cudagraph-captures-host-scalars", "cudagraph", 0,
                            "nodes that read tensor data into a host scalar (item) and their consumers are captured "
                            "instead of left eager, so the capture fails (a capturing CUDA stream refuses the host "

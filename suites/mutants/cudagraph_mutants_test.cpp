@@ -28,6 +28,7 @@ TEST(CudagraphMutants, EachIsRegisteredWithItsHistoricalBug) {
                                       {"mutant-cudagraph-skips-a-copy", 11},
                                       {"mutant-cudagraph-unchecked-static-addresses", 11},
                                       {"mutant-cudagraph-self-compared-address-check", 15},
+                                      {"mutant-cudagraph-static-per-call-values", 11},
                                       {"mutant-cudagraph-captures-host-scalars", 0},
                                       // Told by its text case (suites/passes_text/passes_text_test.cpp):
                                       // the replay model cannot see a kernel's host read.
@@ -48,6 +49,14 @@ TEST(CudagraphMutants, ArgumentsMarkedStaticAreRefusedAtTheFirstReplay) {
   ASSERT_FALSE(v.empty());
   EXPECT_THAT(v[0], HasSubstr("call 3 of the captured module was refused although every static input kept its address"));
   EXPECT_THAT(v[0], HasSubstr("input 1 (%x) is static but moved"));
+}
+
+TEST(CudagraphMutants, PerCallValuesMarkedStaticReadPoisonAtTheFirstReplay) {
+  // No address check guards them, and whether an allocator would put the next value at the
+  // same place does not matter: the replay model poisons the capture call's freed buffer.
+  auto v = violations_of("mutant-cudagraph-static-per-call-values");
+  ASSERT_FALSE(v.empty());
+  EXPECT_THAT(v[0], HasSubstr("call 3 of the captured module differs from the graph"));
 }
 
 TEST(CudagraphMutants, AnInputNeverCopiedDiffersFromTheGraphAtTheFirstReplay) {
@@ -125,9 +134,19 @@ TEST(CudagraphMutants, TrainingCatchesEveryMutant) {
     auto silent = train_with(mutant, true);
     ASSERT_EQ(silent.steps.size(), 5u) << silent.format();
     for (const auto& s : silent.steps) EXPECT_TRUE(s.problems.empty()) << "the mutant must not refuse";
-    EXPECT_TRUE(silent.steps[3].equal()) << "step 4 still reads the values the old storage holds";
-    EXPECT_FALSE(silent.steps[4].equal()) << "step 5 reads parameters step 4 never updated\n" << silent.format();
+    // The re-allocation freed the parameter's old storage: step 4 replays on it, and the
+    // replay model, like a GPU allocator that handed the block on, gives it poison.
+    EXPECT_TRUE(silent.steps[2].equal()) << silent.format();
+    EXPECT_FALSE(silent.steps[3].equal()) << "step 4 reads the freed storage of the re-allocated parameter\n"
+                                          << silent.format();
   }
+
+  auto per_call = train_with("mutant-cudagraph-static-per-call-values", false);
+  ASSERT_EQ(per_call.steps.size(), 5u) << per_call.format();
+  for (const auto& s : per_call.steps) EXPECT_TRUE(s.problems.empty()) << "the mutant must not refuse";
+  EXPECT_TRUE(per_call.steps[1].equal()) << per_call.format();
+  EXPECT_FALSE(per_call.steps[2].equal()) << "the first replay reads the capture call's freed buffers\n"
+                                          << per_call.format();
 }
 
 }  // namespace

@@ -123,12 +123,18 @@ struct CapturableArgs {
 };
 int run_capturable(const CapturableArgs& args);
 
+/// The default --memory-budget of the training commands (check, chunk, bench): they hold
+/// two or three models with gradients and optimizer state (qwen3_moe's debug size needs
+/// about 7 GiB), so their default is larger than a graph run's; what it stops is a size
+/// no machine has (llama3 at --batch 65536: 2.7 TiB).
+inline constexpr int64_t kDefaultTrainingMemoryBudget = int64_t{16} << 30;
+
 /// What a training command holds at once, for the memory estimate before it runs.
 struct FootprintShape {
   int copies = 2;            ///< models trained side by side (eager and traced)
   int optimizer_states = 1;  ///< state tensors per parameter (SGD momentum 1, Adam 2)
   int64_t ranks = 1;         ///< processes (or simulated ranks) on this machine
-  int64_t budget = exec::kDefaultMemoryBudget;  ///< 0: no limit
+  int64_t budget = kDefaultTrainingMemoryBudget;  ///< 0: no limit
 };
 /// The estimate: parameter bytes, the traced step's peak (framework/check/memory_estimate.h)
 /// and the total over copies and ranks. Built and traced on meta: nothing is allocated.
@@ -184,7 +190,7 @@ struct CheckArgs {
   /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
   std::string report;
   /// Most bytes the run may take, estimated before anything is allocated (0: no limit).
-  int64_t memory_budget = exec::kDefaultMemoryBudget;
+  int64_t memory_budget = kDefaultTrainingMemoryBudget;
 };
 int run_check(const CheckArgs& args);
 /// The distributed form of `check` (run_check calls it when --parallel or --mesh is given).
@@ -211,7 +217,7 @@ struct ChunkArgs {
   /// Write the HTML report of the run here (framework/report/report.h; docs/reports.md).
   std::string report;
   /// Most bytes the run may take, estimated before anything is allocated (0: no limit).
-  int64_t memory_budget = exec::kDefaultMemoryBudget;
+  int64_t memory_budget = kDefaultTrainingMemoryBudget;
 };
 int run_chunk(const ChunkArgs& args);
 
@@ -265,7 +271,7 @@ struct BenchArgs {
   double pass_limit_s = 60;
   int64_t rank = 0;
   /// Most bytes the run may take, estimated before anything is allocated (0: no limit).
-  int64_t memory_budget = exec::kDefaultMemoryBudget;
+  int64_t memory_budget = kDefaultTrainingMemoryBudget;
 };
 int run_bench(const BenchArgs& args);
 /// The production-shapes form of `bench` (run_bench calls it when --production is given).
