@@ -70,20 +70,24 @@ def subgraph_fanout(scratch, victim):
 TOKEN_BYTES = 100 * 1024 * 1024
 
 
+def graph_with_huge_token(path, before, letter, after):
+    """A graph file whose text is `before`, 100 MB of `letter`, then `after`."""
+    with open(path, "w") as f:
+        f.write(before)
+        f.write(letter * TOKEN_BYTES)
+        f.write(after)
+
+
 @generator("huge_value_name", "token.graph: a use of an undefined value whose name is 100 MB")
 def huge_value_name(scratch, victim):
-    with open(os.path.join(scratch, "token.graph"), "w") as f:
-        f.write("graph(arg %x : f32[4]):\n  %y : f32[4] = aten::relu(%")
-        f.write("v" * TOKEN_BYTES)
-        f.write(")\n  return (%y)\n")
+    graph_with_huge_token(os.path.join(scratch, "token.graph"),
+                          "graph(arg %x : f32[4]):\n  %y : f32[4] = aten::relu(%", "v", ")\n  return (%y)\n")
 
 
 @generator("huge_operator_name", "opname.graph: a node calling an operator whose name is 100 MB")
 def huge_operator_name(scratch, victim):
-    with open(os.path.join(scratch, "opname.graph"), "w") as f:
-        f.write("graph(arg %x : f32[4]):\n  %y : f32[4] = aten::")
-        f.write("o" * TOKEN_BYTES)
-        f.write("(%x)\n  return (%y)\n")
+    graph_with_huge_token(os.path.join(scratch, "opname.graph"),
+                          "graph(arg %x : f32[4]):\n  %y : f32[4] = aten::", "o", "(%x)\n  return (%y)\n")
 
 
 # ---- torch.save archives ------------------------------------------------------------------
