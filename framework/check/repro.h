@@ -27,9 +27,6 @@ class ReproError : public std::runtime_error {
   int line_;
 };
 
-/// The most ranks a sim-mesh repro may name: each simulated rank is a thread.
-inline constexpr long long kMaxSimMeshRanks = 256;
-
 struct Repro {
   std::string version;          ///< passcheck version that wrote the file
   std::string status = "pending";  ///< pending, failed, crash, timeout, passed
@@ -56,6 +53,7 @@ struct Repro {
   /// options. Replayed by `passcheck repro` through campaign::replay_sim_mesh_case; empty
   /// for other cases.
   std::string sim_mesh;
+  int sim_mesh_line = 0;  ///< its header line, for messages
   bool is_sim_mesh_case() const { return !sim_mesh.empty(); }
   std::string original;         ///< graph text as generated
   std::string minimized;        ///< graph text after shrinking ("" when not minimized)

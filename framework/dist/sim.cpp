@@ -276,12 +276,16 @@ class SimCommunicator : public Communicator {
 
 }  // namespace
 
-SimWorld::SimWorld(DeviceMesh mesh, SimOptions options) {
+void check_simulable(const DeviceMesh& mesh) {
   // One thread per rank: a mesh of a million ranks would end in std::terminate when the
   // threads run out, not in an error.
   if (mesh.world_size() > kMaxSimRanks)
     throw MeshError("mesh " + mesh.str() + ": a simulated mesh runs each rank as a thread, at most " +
                     std::to_string(kMaxSimRanks) + " ranks, not " + std::to_string(mesh.world_size()));
+}
+
+SimWorld::SimWorld(DeviceMesh mesh, SimOptions options) {
+  check_simulable(mesh);
   state_ = std::make_shared<State>(std::move(mesh), options);
 }
 

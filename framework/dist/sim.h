@@ -40,6 +40,8 @@ struct RankOutcome {
 
 /// The most ranks a SimWorld runs (one thread each).
 inline constexpr int64_t kMaxSimRanks = 256;
+/// Throws MeshError naming the mesh when a SimWorld cannot run it (more than kMaxSimRanks).
+void check_simulable(const DeviceMesh& mesh);
 
 class SimWorld {
  public:

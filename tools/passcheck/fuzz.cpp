@@ -4,6 +4,7 @@
 // registry (the built-in passes plus the mutant and test sets asked for), and prints.
 // docs/reproducing-a-failure.md describes the workflow.
 #include "tools/passcheck/commands.h"
+#include "tools/passcheck/option_checks.h"
 
 #include "workflows/campaign/campaign.h"
 #include "workflows/campaign/cases.h"
@@ -12,6 +13,7 @@
 #include "framework/check/pipeline.h"
 #include "framework/check/repro.h"
 #include "framework/dist/mesh.h"
+#include "framework/dist/sim.h"
 #include "workflows/python_bridge/python_pass.h"
 #include "tools/passcheck/report_commands.h"
 #include "framework/io/files.h"
@@ -113,63 +115,6 @@ std::string default_capture_path(const std::string& model, const std::string& pi
 constexpr int64_t kMaxCases = 1000000000;                  // 10^9 cases
 constexpr double kMaxSeconds = 7 * 24 * 3600.0;            // a week
 constexpr int64_t kMaxTimeoutMs = 7LL * 24 * 3600 * 1000;  // a week
-
-// A whole number from `low` to `high`, written in decimal digits ("1e9", "0x10", "-1" and
-// "1.5" are refused, never rounded, wrapped or clamped). uint64_t for --seed's full range.
-std::optional<uint64_t> parse_whole_number(const std::string& text) {
-  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (text.empty() || text.size() > 20 || !std::all_of(text.begin(), text.end(), digit)) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno == ERANGE || end != text.c_str() + text.size()) return std::nullopt;
-  return static_cast<uint64_t>(v);
-}
-
-CLI::Validator whole_number(uint64_t low, uint64_t high) {
-  const std::string range = "from " + std::to_string(low) + " to " + std::to_string(high);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        std::optional<uint64_t> v = parse_whole_number(text);
-        if (!v) return "expected a whole number " + range + ", got '" + text + "'";
-        if (*v < low) return "must be at least " + std::to_string(low) + ", got " + text;
-        if (*v > high) return "must be at most " + std::to_string(high) + ", got " + text;
-        return std::string();
-      },
-      "[" + std::to_string(low) + " - " + std::to_string(high) + "]");
-}
-
-// A finite number of seconds (or the like) in [low, high] ((low, high] unless `low_inclusive`).
-CLI::Validator number_in(double low, bool low_inclusive, double high) {
-  auto text_of = [](double v) {
-    std::string t = std::to_string(v);
-    t.erase(t.find_last_not_of('0') + 1);
-    if (!t.empty() && t.back() == '.') t.pop_back();
-    return t;
-  };
-  const std::string range =
-      (low_inclusive ? "at least " : "greater than ") + text_of(low) + " and at most " + text_of(high);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
-        if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
-          return "expected a number " + range + ", got '" + text + "'";
-        if (low_inclusive ? v < low : v <= low)
-          return std::string("must be ") + (low_inclusive ? "at least " : "greater than ") + text_of(low) + ", got " + text;
-        if (v > high) return "must be at most " + text_of(high) + ", got " + text;
-        return std::string();
-      },
-      std::string(low_inclusive ? "[" : "(") + text_of(low) + " - " + text_of(high) + "]");
-}
-
-// A text option given an empty value (`--python-pass ""`) is refused, not taken as absent.
-const CLI::Validator kNonEmpty(
-    [](std::string& text) -> std::string {
-      return text.find_first_not_of(" \t\n") == std::string::npos ? "must not be empty" : "";
-    },
-    "");
 
 // A repro file whose own pipeline runs Python (python{pass=M:F,path=DIR} or
 // python-partitioner{...}) imports and runs code the file chooses, from a directory the
@@ -378,7 +323,11 @@ int replay_repro(const ReproArgs& args, bool allow_python) {
     }
     if (r.is_sim_mesh_case()) {
       check::prepare_for_fork();
-      dist::DeviceMesh::parse(r.sim_mesh);  // a malformed mesh: exit 2 here
+      try {
+        dist::check_simulable(dist::DeviceMesh::parse(r.sim_mesh));  // malformed or too large: exit 2 here
+      } catch (const dist::MeshError& e) {
+        throw check::ReproError(args.file, r.sim_mesh_line, std::string("sim-mesh: ") + e.what());
+      }
       campaign::check_sim_mesh_graph(r);   // so is a graph of another kind of case
       std::cout << "passcheck repro " << args.file << ": sim-mesh case on " << r.sim_mesh << ", pipeline " << r.pipeline
                 << (r.version != PASSCHECK_VERSION ? ", written by passcheck " + r.version : "") << "\n"
@@ -544,9 +493,9 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   fuzz_cmd->add_option("--pipeline", fuzz.pipeline,
                        "Pipeline to check, e.g. \"dce,canonicalize,cse,dce\" (neither this nor --pass: the default "
                        "named pipeline)")
-      ->check(kNonEmpty);
+      ;
   fuzz_cmd->add_option("--pass", fuzz.pass, "One pass, run after the passes it needs (remat: ac-regions,sac-tag first)")
-      ->check(kNonEmpty);
+      ;
   fuzz_cmd->add_option("--cases", fuzz.cases, "Number of cases, 1 to 10^9 (default 100 when --seconds is not given)")
       ->check(cases_range);
   fuzz_cmd->add_option("--seconds", fuzz.seconds, "Stop starting cases after this many seconds (> 0, at most a week)")
@@ -558,7 +507,7 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
       ->check(jobs_range)
       ->capture_default_str();
   fuzz_cmd->add_option("--out", fuzz.out, "Directory for repro files (existing files in it are never replaced)")
-      ->check(kNonEmpty)
+      
       ->capture_default_str();
   fuzz_cmd->add_option("--timeout-ms", fuzz.timeout_ms,
                        "Kill a case after this long (reported as a timeout; at most a week); also the limit of "
@@ -572,19 +521,19 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
       ->capture_default_str();
   fuzz_cmd->add_option("--baseline-pass", fuzz.baseline_pass,
                        "Count a failure only when this pass, in place of --pass, passes the case (e.g. remat for a mutant)")
-      ->check(kNonEmpty);
+      ;
   fuzz_cmd->add_flag("--models", fuzz.models, "Draw cases from the debug models instead of the program generator");
   fuzz_cmd->add_flag("--situations", fuzz.situations,
                      "Draw cases from the cleanup situations generator (the traps of the cleanup passes)");
   fuzz_cmd->add_option("--chunk", fuzz.chunk,
                        "Fuzz the chunking passes in this mode (batch): chunkable programs, graph chunking against eager "
                        "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)")
-      ->check(kNonEmpty);
+      ;
   fuzz_cmd->add_option("--python-pass", fuzz.python_pass,
                        "Fuzz this Python pass (MODULE:FUNCTION over a torch.fx GraphModule; docs/python-passes.md)")
-      ->check(kNonEmpty);
+      ;
   fuzz_cmd->add_option("--python-path", fuzz.python_path, "Directory the Python pass is imported from")
-      ->check(kNonEmpty);
+      ;
   fuzz_cmd->add_flag("!--no-minimize", fuzz.minimize, "Keep failing repros at their original size");
   fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds,
                        "Time limit of each minimization (>= 0, at most a week)")
@@ -600,23 +549,23 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
                        "Cycle through kinds of case: programs (--pipeline/--pass), sim-mesh (chained all_gathers run "
                        "on every rank of a sim mesh), chunk (chunkable programs, chunk mode batch); e.g. "
                        "programs,sim-mesh,chunk")
-      ->check(kNonEmpty);
+      ;
   fuzz_cmd->add_option("--sim-mesh-pass", fuzz.sim_mesh_pass,
                        "With --mix: the pass of the sim-mesh cases (fuse-chained-allgathers or a mutant of it)")
-      ->check(kNonEmpty)
+      
       ->capture_default_str();
   fuzz_cmd->add_option("--chunk-pass", fuzz.chunk_pass,
                        "With --mix: the chunk or concretize pass of the chunk cases (default chunk,concretize)")
-      ->check(kNonEmpty);
+      ;
   fuzz_cmd->add_option("--report", fuzz.report, "Also write an HTML report of the campaign here (docs/reports.md)")
-      ->check(kNonEmpty);
+      ;
 
   ReproArgs& repro = c->repro;
   auto* repro_cmd = c->repro_cmd =
       app.add_subcommand("repro", "Replay a repro file: exit 1 while the failure is present, 0 once fixed");
-  repro_cmd->add_option("file", repro.file, "Repro file")->required()->check(kNonEmpty);
+  repro_cmd->add_option("file", repro.file, "Repro file")->required();
   repro_cmd->add_option("--pipeline", repro.pipeline, "Replay with this pipeline instead of the file's")
-      ->check(kNonEmpty);
+      ;
   repro_cmd->add_option("--timeout-ms", repro.timeout_ms,
                         "Kill the replay after this long (0: no limit; default: the limit a timeout repro records, "
                         "else none; at most a week); also the limit of importing a Python pass (20 s without one)")
@@ -627,8 +576,8 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
 
   MinimizeArgs& minimize = c->minimize;
   auto* minimize_cmd = c->minimize_cmd = app.add_subcommand("minimize", "Shrink a repro file's graph while the failure persists");
-  minimize_cmd->add_option("file", minimize.file, "Repro file")->required()->check(kNonEmpty);
-  minimize_cmd->add_option("--out", minimize.out, "Write here instead of rewriting FILE")->check(kNonEmpty);
+  minimize_cmd->add_option("file", minimize.file, "Repro file")->required();
+  minimize_cmd->add_option("--out", minimize.out, "Write here instead of rewriting FILE");
   minimize_cmd->add_option("--seconds", minimize.seconds, "Time limit (> 0, at most a week)")
       ->check(positive_seconds)
       ->capture_default_str();
@@ -645,11 +594,11 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
   CaptureArgs& capture = c->capture;
   auto* capture_cmd = c->capture_cmd =
       app.add_subcommand("capture", "Write a repro file for a debug model and a pipeline (regressions)");
-  capture_cmd->add_option("--model", capture.model, "Debug model")->check(kNonEmpty)->capture_default_str();
-  capture_cmd->add_option("--pipeline", capture.pipeline, "Pipeline")->required()->check(kNonEmpty);
+  capture_cmd->add_option("--model", capture.model, "Debug model")->capture_default_str();
+  capture_cmd->add_option("--pipeline", capture.pipeline, "Pipeline")->required();
   capture_cmd->add_option("--out", capture.out,
                           "Repro file to write (default: <model>-<pipeline>.repro here, never replacing a file)")
-      ->check(kNonEmpty);
+      ;
   capture_cmd->add_option("--seed", capture.seed, "Model and input seed")->check(seed_range)->capture_default_str();
   capture_cmd->add_flag("--force", capture.force, "Replace an existing --out file");
   capture_cmd->add_flag("--mutants", capture.mutants, "Also register the AC mutants");

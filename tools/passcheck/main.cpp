@@ -1,5 +1,6 @@
 // The passcheck command line: argument parsing and dispatch to the subcommands.
 #include "tools/passcheck/commands.h"
+#include "tools/passcheck/option_checks.h"
 #include "tools/passcheck/pass_scaling_bench.h"
 #include "framework/version.h"
 
@@ -46,35 +47,9 @@ const CLI::Range kIntHigh(int64_t(1), int64_t(1) << 40);
 const CLI::Range kProverTimeout(1u, 3600u * 1000u);
 // A learning rate beyond this overflows a float32 parameter update on the first step.
 constexpr double kMaxLearningRate = 1e3;
-const CLI::Validator kLearningRate(
-    [](std::string& text) -> std::string {
-      double v = 0;
-      try {
-        size_t used = 0;
-        v = std::stod(text, &used);
-        if (used != text.size()) return "expected a number, got '" + text + "'";
-      } catch (const std::exception&) {
-        return "expected a number, got '" + text + "'";
-      }
-      if (!std::isfinite(v) || v <= 0 || v > kMaxLearningRate)
-        return "the learning rate must be a number > 0 and at most 1000, got '" + text + "'";
-      return "";
-    },
-    "FLOAT in (0, 1000]");
+const CLI::Validator kLearningRate = passcheck::cli::number_in(0, /*low_inclusive=*/false, kMaxLearningRate);
 // A seed is a plain decimal integer that fits 64 bits: "1e23" is not clamped to one.
-const CLI::Validator kSeed(
-    [](std::string& text) -> std::string {
-      if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
-        return "expected a whole number from 0 to 18446744073709551615, got '" + text.substr(0, 40) + "'";
-      if (text.size() == 20 && text > "18446744073709551615")
-        return "expected a whole number from 0 to 18446744073709551615, got '" + text + "'";
-      return "";
-    },
-    "UINT64");
-
-// Every option's value: an empty one is refused (see main()).
-const CLI::Validator kNonEmptyValue([](std::string& text) { return text.empty() ? std::string("must not be empty") : ""; },
-                                    "", "non-empty");
+const CLI::Validator kSeed = passcheck::cli::whole_number(0, UINT64_MAX);
 
 }  // namespace
 
@@ -311,7 +286,7 @@ int main(int argc, char** argv) {
   // script, never a request for the default, so it is a usage error naming the option.
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     for (CLI::Option* option : sub->get_options([](CLI::Option* o) { return o->get_expected_min() > 0; }))
-      option->check(kNonEmptyValue);
+      option->check(passcheck::cli::kNonEmpty);
 
   // One exit-code contract (README "Exit codes"): --help and --version are 0, every
   // usage error (unknown subcommand or option, a missing or malformed value) is 2.

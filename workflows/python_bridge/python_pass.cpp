@@ -504,10 +504,8 @@ std::string import_failure_message(const std::string& spec, const std::string& p
   if (o.kind == check::ChildOutcome::Kind::TimedOut) {
     what = "importing it did not finish within " + std::to_string(timeout_ms) +
            " ms (the --timeout-ms limit); an import that hangs cannot be fuzzed";
-  } else if (o.kind == check::ChildOutcome::Kind::Exited && o.exit_code == kWorkerBadSpec) {
+  } else if (o.kind == check::ChildOutcome::Kind::Exited && (o.exit_code == kWorkerBadSpec || o.exit_code == 127)) {
     return worker_failure(spec, run, timeout_ms);  // the worker's own words name the module and the exception
-  } else if (o.kind == check::ChildOutcome::Kind::Exited && o.exit_code == 127) {
-    return worker_failure(spec, run, timeout_ms);
   } else if (o.kind == check::ChildOutcome::Kind::Exited) {
     what = "the worker importing it ended with exit " + std::to_string(o.exit_code) +
            " before it could say what the pass is (the module ends the process when imported: os._exit, "
