@@ -112,7 +112,7 @@ TEST_F(Gate, APassChangeSelectsItsFamilyAloneAndADocItsExampleTest) {
 TEST_F(Gate, APassChangeGivesAVerdictWithinItsBudgetAndNamesVacuousChecks) {
   append_line(kFamilyFile, "// one more line");
   const std::string junit = dir_ + "/gate.xml", html = dir_ + "/gate.html";
-  auto r = gate("--budget 50s --jobs 2 --junit " + quote(junit) + " --report " + quote(html));
+  auto r = gate("--budget 35s --jobs 2 --junit " + quote(junit) + " --report " + quote(html));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("gate: PASS"), std::string::npos) << r.output;
   // mlp carries no wanted placement: the pass decides nothing there, and the gate says so.
