@@ -167,7 +167,7 @@ def main():
         return 2
     if args.plan_against:
         return plan_against(source, os.path.abspath(args.plan_against), wanted, names, args.budget, int(args.jobs))
-    if not args.python:
+    if not args.python and not args.in_place:
         print("source_mutant_selftest.py: --python is needed to build the scratch clone", file=sys.stderr)
         return 2
     scratch = os.path.abspath(args.scratch or os.path.join(os.path.dirname(source), "passcheck-gate-selftest"))
