@@ -182,6 +182,10 @@ def _meta_suffix(node, phase_override=None):
     phase = phase_override or ("backward" if _phase(meta) == "backward" else None) or own.get("phase") or _phase(meta)
     if phase and phase != "forward":
         parts.append(f"phase={phase}")
+    # A node passcheck's writer made carries its metadata in PyTorch's keys too ("keys":
+    # "pytorch"): those are what a Python pass edits, so they win, absent ones included.
+    if own.get("keys") == "pytorch":
+        own = {"phase": own.get("phase")}
     custom = own.get("custom") or meta.get("custom")
     # torchtitan's tracer records no module stack; its annotate_module_fqns puts the
     # module's FQN in custom["module_fqn"] instead.

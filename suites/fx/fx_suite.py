@@ -464,6 +464,85 @@ def run_export_errors(args, tmp):
         fail(f"CLI: exit {proc.returncode}, stderr {proc.stderr.strip()[-400:]}")
 
 
+def metadata_lines(text):
+    """node name -> its #{...} metadata, from exported graph text."""
+    out = {}
+    for line in text.splitlines():
+        if " = " in line and "  #{" in line:
+            name = line.split(" = ")[0].split(":")[0].split(",")[0].strip().lstrip("%")
+            out[name] = line[line.index("  #{") + 2:]
+    return out
+
+
+def run_metadata_roundtrip(args, tmp):
+    """Node metadata survives the bridge's round trips, in the keys Python passes use:
+    make_fx graph (PyTorch's keys) -> passcheck text -> export-python's GraphModule, whose
+    PyTorch keys must match the original's -> text again, equal line for line; and a
+    Python pass's edits of those keys (a new policy, a removed one, a changed custom key)
+    are what the exporter reads back."""
+    import importlib.util
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    x = torch.randn(2, 3)
+    gm = make_fx(lambda t: torch.relu(t * 2.0).sum() + t.mean())(x)
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    stack = {"L__self___layers_0": ("L['self'].layers.0", torch.nn.Linear)}
+    calls[0].meta.update(seq_nr=4, ac_graph_id=1, recompute=CheckpointPolicy.PREFER_RECOMPUTE,
+                         custom={"k": "v", "module_fqn": "layers.0"}, nn_module_stack=stack)
+    calls[1].meta.update(recompute=CheckpointPolicy.MUST_SAVE, ac_graph_id=1, custom={"tag": "x"})
+    calls[-1].meta.update(partitioner_tag="is_backward", seq_nr=9)
+    placeholder = next(n.name for n in gm.graph.nodes if n.op == "placeholder")
+    text = passcheck_fx.export_graph(gm, {placeholder: "arg"})
+    graph, module = os.path.join(tmp, "meta.graph"), os.path.join(tmp, "meta_module.py")
+    with open(graph, "w") as f:
+        f.write(text)
+    proc = subprocess.run([args.passcheck, "export-python", graph, "-o", module], capture_output=True, text=True)
+    if proc.returncode != 0:
+        fail(f"metadata: export-python exited {proc.returncode}: {proc.stderr.strip()[-400:]}")
+        return
+    spec = importlib.util.spec_from_file_location("meta_module", module)
+    written = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(written)
+    back = written.build()
+    by_name = {n.name: n for n in back.graph.nodes}
+
+    def pytorch_keys(node):
+        m = node.meta
+        recompute = m.get("recompute")
+        return {"recompute": getattr(recompute, "name", recompute), "ac_graph_id": m.get("ac_graph_id"),
+                "custom": m.get("custom"), "seq_nr": m.get("seq_nr"),
+                "fqn": passcheck_fx.exporter._module_fqn(m.get("nn_module_stack")),
+                "backward": m.get("partitioner_tag") == "is_backward"}
+
+    mismatches = []
+    for node in calls:
+        if node.name not in by_name:
+            mismatches.append(f"{node.name}: missing from the written module")
+            continue
+        want, got = pytorch_keys(node), pytorch_keys(by_name[node.name])
+        for key in want:
+            if want[key] != got[key] and not (key == "fqn" and want[key] is None):
+                mismatches.append(f"{node.name}: meta {key} {want[key]!r} came back as {got[key]!r}")
+    again = passcheck_fx.export_graph(back)
+    if metadata_lines(again) != metadata_lines(text):
+        mismatches.append(f"text after the round trip differs in metadata:\n{text}\n---\n{again}")
+    # A Python pass edits PyTorch's keys; the exporter must read its edits back.
+    by_name[calls[0].name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
+    del by_name[calls[1].name].meta["recompute"]
+    by_name[calls[1].name].meta["custom"] = {"tag": "y"}
+    edited = metadata_lines(passcheck_fx.export_graph(back))
+    if "recompute=must_save" not in edited.get(calls[0].name, ""):
+        mismatches.append(f"{calls[0].name}: a pass's new policy was not read back: {edited.get(calls[0].name)}")
+    if "recompute=" in edited.get(calls[1].name, "") or '"tag": "y"' not in edited.get(calls[1].name, ""):
+        mismatches.append(f"{calls[1].name}: a pass's removed policy or changed custom key was not read back: "
+                          f"{edited.get(calls[1].name)}")
+    if mismatches:
+        fail("metadata round trip:\n  " + "\n  ".join(mismatches))
+    else:
+        print(f"ok metadata round trip: recompute, ac_region, custom, seq, fqn and phase of {len(calls)} nodes "
+              "survive text -> Python -> text, and a Python pass's edits come back")
+
+
 def run_archive_errors(args, tmp):
     """`run --inputs` / `equiv --inputs` refuse a bad archive with exit 2 and a message
     naming the file (and the input), never a crash; `--save-outputs` round-trips."""
@@ -698,11 +777,12 @@ def main():
     sub.add_parser("export-errors")
     sub.add_parser("archive-errors")
     sub.add_parser("hostile-python")
+    sub.add_parser("metadata-roundtrip")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="passcheck-fx-") as tmp:
         {"roundtrip": run_roundtrip, "llama": run_llama, "upstream": run_upstream, "broken-cse": run_broken_cse,
          "export-errors": run_export_errors, "archive-errors": run_archive_errors,
-         "hostile-python": run_hostile_python}[args.command](args, tmp)
+         "hostile-python": run_hostile_python, "metadata-roundtrip": run_metadata_roundtrip}[args.command](args, tmp)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

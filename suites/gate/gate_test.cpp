@@ -54,7 +54,7 @@ class Gate : public ::testing::Test {
 
   testing::CommandResult gate(const std::string& extra, const std::string& base = "HEAD") {
     return run_command(testing::passcheck_binary() + " gate --repo " + quote(repo_) + " --build-dir " + quote(build_dir()) +
-                       " --base " + base + " --models mlp,two_matmul --fuzz-seconds 2 --mutant-seconds 5 --out " +
+                       " --base " + base + " --models mlp,two_matmul --fuzz-seconds 2 --mutant-seconds 5 --skip-tests '^Gate' --out " +
                        quote(dir_ + "/repros") + " " + extra);
   }
 

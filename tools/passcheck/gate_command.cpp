@@ -16,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <thread>
 
 namespace passcheck::cli {
@@ -68,6 +69,15 @@ std::function<std::optional<int>()> add_gate_command(CLI::App& app) {
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_flag("--fail-fast", args->fail_fast, "Stop at the first failing check");
+  cmd->add_option("--skip-tests", args->skip_tests, "Do not run the selected tests whose name this regular expression finds")
+      ->check([](const std::string& pattern) -> std::string {
+        try {
+          std::regex{pattern};
+          return "";
+        } catch (const std::regex_error& e) {
+          return "not a regular expression: " + std::string(e.what());
+        }
+      });
   cmd->add_flag("--plan", args->plan_only, "Print the selection and the checks in the order they would run; run nothing");
   cmd->add_option("--junit", args->junit, "Write JUnit XML here: a testsuite per pass, a testcase per check");
   cmd->add_option("--fuzz-seconds", args->fuzz_seconds, "Fuzz budget per pass (fixed seed and a fresh seed); 0: no fuzzing")

@@ -377,13 +377,14 @@ Selection BuildGraph::select(const std::vector<std::string>& changed, const std:
     };
     std::set<std::string> families;
     std::vector<std::string> notes;
-    // Tests that name the file, or a directory holding it, on their command line or as a
-    // path their source reads.
+    // Tests that name the file, or a directory holding it, on their command line (names),
+    // or as a path their source spells (reads: a data file or directory it opens, or one
+    // it only mentions).
     for (size_t i = 0; i < tests_.size(); ++i) {
       for (const std::string& p : facts[i].paths)
         if (file == p || starts_with(file, p + "/")) select_test(i, Tier::Names, "its command names " + p);
       for (const std::string& l : facts[i].literals)
-        if (file == l || starts_with(file, l + "/")) select_test(i, Tier::Names, tests_[i].source + " reads " + l);
+        if (file == l || starts_with(file, l + "/")) select_test(i, Tier::Reads, tests_[i].source + " names " + l);
     }
     // The C++ files the change stands for: the file; a source's own header (its callers
     // see the change through it); for a Python module, the C++ code that starts it by name.

@@ -24,8 +24,8 @@ struct BuildTest {
 
 /// How closely a test follows a changed file (the order the gate runs them in).
 enum class Tier {
-  Names = 1,      ///< the test's source is the file or includes it (or its header), or the test names it
-  Reads = 2,      ///< the test's source reads the file through other headers
+  Names = 1,      ///< the test's source is the file or includes it (or its header), its command names it or runs a script importing it
+  Reads = 2,      ///< the test's source reads the file through other headers, or spells its path
   Links = 3,      ///< the test runs an executable that links code reading the file
 };
 

@@ -35,6 +35,7 @@ struct GateOptions {
   int jobs = 2;               ///< checks run side by side (CTest tests and the gate's own)
   bool fail_fast = false;     ///< stop at the first failing check
   bool plan_only = false;     ///< print the selection and the ordered checks, run nothing
+  std::string skip_tests;     ///< tests whose name this regular expression finds are not run ("" : none)
   std::string out = "gate-repros";
   std::vector<std::string> models;  ///< traced subjects of the properties (default: all)
   std::string mutant_as_pass;       ///< a mutant checked under its real pass's name

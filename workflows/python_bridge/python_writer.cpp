@@ -145,6 +145,11 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import TensorMetadata
 
+try:  # PyTorch 2.4 and later
+    from torch.utils.checkpoint import CheckpointPolicy as _CheckpointPolicy
+except ImportError:
+    _CheckpointPolicy = None
+
 
 def _tm(shape, stride, dtype, device):
     # ShapeProp's record of a tensor; the device, which it lacks, goes beside it.
@@ -191,11 +196,21 @@ def _call(g, v, target, args, kwargs, names, types, metas, passcheck_meta, sprea
     # spread: the outputs are items of the call's result (several returns, or Tensor[]).
     label = names[0] if len(names) == 1 and not spread else target.__name__.split(".")[0]
     node = g.create_node("call_function", target, tuple(args), kwargs, name=label)
-    node.meta["passcheck"] = passcheck_meta
+    # The metadata in PyTorch's own keys, which Python passes read and write; "keys":
+    # "pytorch" tells the exporter to read these fields back from there, so a pass's edit
+    # (or removal) is what comes back. meta["passcheck"] keeps what PyTorch cannot spell.
+    node.meta["passcheck"] = dict(passcheck_meta, keys="pytorch")
     if "seq" in passcheck_meta:
         node.meta["seq_nr"] = passcheck_meta["seq"]
     if "custom" in passcheck_meta:
         node.meta["custom"] = dict(passcheck_meta["custom"])
+    if "recompute" in passcheck_meta:
+        policy = passcheck_meta["recompute"].upper()
+        node.meta["recompute"] = getattr(_CheckpointPolicy, policy) if _CheckpointPolicy is not None else policy
+    if "ac_region" in passcheck_meta:
+        node.meta["ac_graph_id"] = passcheck_meta["ac_region"]
+    if "fqn" in passcheck_meta:
+        node.meta["nn_module_stack"] = {passcheck_meta["fqn"]: (passcheck_meta["fqn"], torch.nn.Module)}
     if passcheck_meta["phase"] == "backward":
         node.meta["partitioner_tag"] = "is_backward"
     if not spread:
