@@ -116,6 +116,16 @@ CaptureContext CaptureContext::of(const ir::Graph& graph, ir::CaptureSpec::Backe
     for (const ir::Value* v : n->outputs())
       if (v->type() != ir::ValueType::Tensor) ctx.data_dependent.insert(v);
   }
+  // A data-dependent shape flows into every tensor computed from it, except a 0-dim one
+  // (a full reduction's result has one shape whatever it reduced).
+  for (const ir::Node* n : graph.nodes()) {
+    bool dynamic = exec::has_data_dependent_output_shape(n->op_name());
+    for (size_t i = 0; i < n->num_operands() && !dynamic; ++i) dynamic = ctx.dynamic_shape.count(n->operand(i)) > 0;
+    if (!dynamic) continue;
+    for (const ir::Value* v : n->outputs())
+      if (v->type() == ir::ValueType::Tensor && !(v->meta() && !v->meta()->is_symbolic() && v->meta()->sizes.empty()))
+        ctx.dynamic_shape.insert(v);
+  }
   return ctx;
 }
 
@@ -142,6 +152,9 @@ const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx) 
     if (node.operand(i)->type() != ir::ValueType::Tensor && ctx.data_dependent.count(node.operand(i)))
       return "data-dependent-scalar";
   if (exec::has_data_dependent_output_shape(node.op_name())) return "data-dependent-shape";
+  if (!ctx.dynamic_shape_consumers_capturable)
+    for (size_t i = 0; i < node.num_operands(); ++i)
+      if (ctx.dynamic_shape.count(node.operand(i))) return "data-dependent-shape";
   if (has_symbolic_size(node)) return "symbolic-size";
   if (is_unpinned_host_device_copy(node, ctx.device)) return "host-device-copy";
   const std::vector<const ir::Value*> tensors = tensors_touched(node);

@@ -26,9 +26,18 @@ struct CaptureContext {
   /// Non-tensor values computed from a data-dependent scalar (an item and the scalar
   /// arithmetic on it), found by CaptureContext::of.
   std::unordered_set<const ir::Value*> data_dependent;
+  /// Tensors whose shape depends on tensor data: outputs of an op with a data-dependent
+  /// output shape (nonzero), and the non-scalar tensors computed from them, found by
+  /// CaptureContext::of. A captured graph replays the shapes it recorded, so a node
+  /// reading one is refused like the op itself.
+  std::unordered_set<const ir::Value*> dynamic_shape;
   /// Take aten::_grouped_mm as capturable whatever its dtype (the injectable bug
   /// grouped-mm-always-capturable of the cudagraph pass).
   bool grouped_mm_always_capturable = false;
+  /// Capture the consumers of a data-dependent shape (the injectable bug
+  /// captures-dynamic-shape-consumers: the pass as it was before generated eager islands
+  /// showed a replay refused for a shape it had not recorded).
+  bool dynamic_shape_consumers_capturable = false;
 
   /// The context of `graph` under `backend`, with `copied` as above and the
   /// data-dependent scalars found by walking the graph once.

@@ -91,6 +91,7 @@ Segmentation decide(const ir::Module& module, size_t p, ir::CaptureSpec::Backend
     if (!has_fixed_address(module, p, i)) copied.insert(g.inputs()[i]);
   CaptureContext ctx = CaptureContext::of(g, backend, copied);
   ctx.grouped_mm_always_capturable = d.injected("grouped-mm-always-capturable");
+  ctx.dynamic_shape_consumers_capturable = d.injected("captures-dynamic-shape-consumers");
   std::unordered_set<const ir::Node*> unsupported_input;
   auto evaluate = [&](check::Decisions& decisions) {
     std::vector<const char*> refusal(nodes.size());
@@ -149,7 +150,7 @@ check::PassInfo cudagraph_pass_info() {
                                 "the ops whose kernel reads device data on the host (passcheck::grouped_mm and "
                                 "its weight gradient read their offsets, as aten::_grouped_mm does for every "
                                 "dtype but bfloat16), which a capturing stream refuses"},
-      {"data-dependent-shape", "its output shape depends on tensor values"},
+      {"data-dependent-shape", "its output shape, or the shape of a tensor it reads, depends on tensor values"},
       {"symbolic-size", "a tensor it reads or writes has a symbolic size, or it has a symbolic argument"},
       {"host-device-copy", "copies between the host and the capture device from memory that is not pinned"},
       {"host-only-op", "every tensor it reads or writes is on another device than the capture device"},
@@ -174,6 +175,10 @@ check::PassInfo cudagraph_pass_info() {
       {"grouped-mm-always-capturable",
        "aten::_grouped_mm is captured whatever its dtype, though its non-bfloat16 fallback copies the offsets to "
        "the host (found comparing with torchtitan's is_cudagraphable on deepseek_v3)"});
+  info.injectable_bugs.push_back(
+      {"captures-dynamic-shape-consumers",
+       "a node reading the output of a data-dependent-shape op (nonzero) is captured, so a replay meets a shape "
+       "the capture did not record (found by fuzz --pass cudagraph's eager islands)"});
   return info;
 }
 

@@ -42,6 +42,10 @@ std::vector<MutantInfo> cudagraph_mutants() {
                            "aten::_grouped_mm is captured whatever its dtype, though its non-bfloat16 fallback reads "
                            "the offsets on the host, which a capturing stream refuses",
                            injected_bug("grouped-mm-always-capturable")});
+  out.push_back(MutantInfo{"mutant-cudagraph-captures-dynamic-shape-consumers", "cudagraph", 0,
+                           "a node reading the output of nonzero is captured, so a later call with another count "
+                           "of nonzeros meets a captured graph that replays only the shape it recorded",
+                           injected_bug("captures-dynamic-shape-consumers")});
   return out;
 }
 

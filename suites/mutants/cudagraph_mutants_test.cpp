@@ -32,7 +32,9 @@ TEST(CudagraphMutants, EachIsRegisteredWithItsHistoricalBug) {
                                       {"mutant-cudagraph-captures-host-scalars", 0},
                                       // Told by its text case (suites/passes_text/passes_text_test.cpp):
                                       // the replay model cannot see a kernel's host read.
-                                      {"mutant-cudagraph-captures-grouped-mm-fallback", 0}};
+                                      {"mutant-cudagraph-captures-grouped-mm-fallback", 0},
+                                      // Told by fuzz --pass cudagraph's eager islands and its text case.
+                                      {"mutant-cudagraph-captures-dynamic-shape-consumers", 0}};
   ASSERT_EQ(mutants::cudagraph_mutants().size(), expected.size());
   for (const mutants::MutantInfo& m : mutants::cudagraph_mutants()) {
     EXPECT_EQ(m.historical_bug, expected.at(m.pass)) << m.pass;

@@ -472,6 +472,7 @@ TEST(CudagraphPass, DeclaresTheWrapperBugsAsInjectable) {
   // The wrapper's bugs, then the predicate's own.
   std::vector<std::string> expected = exec::injected_wrapper_bugs::all();
   expected.push_back("grouped-mm-always-capturable");
+  expected.push_back("captures-dynamic-shape-consumers");
   EXPECT_EQ(names, expected);
   EXPECT_TRUE(info.idempotent);
   EXPECT_EQ(info.numerics, check::NumericsEffect::Preserves);

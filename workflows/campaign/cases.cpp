@@ -10,11 +10,13 @@
 #include "framework/ir/text.h"
 #include "oracles/models/subject.h"
 #include "oracles/training_driver.h"
+#include "generators/eager_islands.h"
 #include "generators/chained_allgathers.h"
 #include "generators/cleanup_situations.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
 
+#include <sstream>
 #include <stdexcept>
 
 namespace passcheck::campaign {
@@ -28,9 +30,25 @@ struct CaseGraph {
   std::string description;
 };
 
-// Case `index` of the campaign: from the program generator, the cleanup situations
-// generator, or the debug models in turn.
-CaseGraph make_case(uint64_t case_seed, int64_t index, CaseSource source) {
+// Whether `pipeline` runs the cudagraph pass or one of its mutants (mutant-cudagraph-...,
+// suites/mutants) (a pipeline text: passes by name, options in braces).
+bool runs_cudagraph(const std::string& pipeline) {
+  std::string names;
+  int depth = 0;
+  for (char ch : pipeline) {
+    depth += ch == '{';
+    if (depth == 0) names += ch;
+    depth -= ch == '}';
+  }
+  std::istringstream in(names);
+  for (std::string pass; std::getline(in, pass, ',');)
+    if (pass == "cudagraph" || pass.rfind("mutant-cudagraph-", 0) == 0) return true;
+  return false;
+}
+
+// Case `index` of the campaign: from the program generator (every other one with eager
+// islands when `islands`), the cleanup situations generator, or the debug models in turn.
+CaseGraph make_case(uint64_t case_seed, int64_t index, CaseSource source, bool islands) {
   CaseGraph c;
   // Both generators return a graph with its input seed, integer range and description.
   auto adopt = [&](const auto& g, const std::string& generator) {
@@ -41,6 +59,8 @@ CaseGraph make_case(uint64_t case_seed, int64_t index, CaseSource source) {
     return c;
   };
   if (source == CaseSource::Situations) return adopt(gen::generate_cleanup_situation(case_seed), "generate_cleanup_situation");
+  if (source == CaseSource::Programs && islands && index % 2 == 1)
+    return adopt(gen::generate_eager_island_case(case_seed), "generate_eager_island_case");
   if (source == CaseSource::Programs) return adopt(gen::generate_case(case_seed), "generate_case");
   std::vector<std::string> names = models::available_subjects();
   const std::string& name = names[static_cast<size_t>(index) % names.size()];
@@ -213,7 +233,9 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
     return run_chunk_case(spec, chunk, registry, counting);
   }
   if (spec.kind == CaseKind::SimMesh) return run_sim_mesh_case(spec, options, counting);
-  CaseGraph c = make_case(spec.seed, spec.index, options.source);
+  // The cudagraph pass's eager islands (host reads, data-dependent shapes) never come out
+  // of a traced program: every other program case gets one.
+  CaseGraph c = make_case(spec.seed, spec.index, options.source, runs_cudagraph(spec.pipeline));
   check::Repro repro;
   repro.pipeline = spec.pipeline;
   repro.registries = options.registries;
