@@ -19,7 +19,8 @@ Usage: check_doc_examples.py PASSCHECK_BINARY [DOCUMENT ...]
    --option appears in `passcheck SUB --help`.
 3. Pipelines: every ```pipeline block line and every --pipeline value of the commands
    must be accepted by `passcheck passes --pipeline` (named pipelines composing).
-Exit 0 when all hold, 1 listing each example that failed.
+Exit 0 when all hold, 1 listing each example that failed. PASSCHECK_DOC_TIMES=1 prints
+each command's seconds on stderr.
 """
 import glob
 import os
@@ -28,6 +29,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMAND = re.compile(r"^\s*(?:\$ )?(?:build/bin/)?passcheck (.*)$")
@@ -71,7 +73,10 @@ def commands_of(block):
 
 def run(binary, args, cwd):
     try:
+        started = time.monotonic()
         p = subprocess.run([binary] + args, cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        if os.environ.get("PASSCHECK_DOC_TIMES"):
+            print(f"{time.monotonic() - started:6.1f} s  passcheck {' '.join(args)}", file=sys.stderr)
         return p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired:
         return None, f"did not finish within {RUN_TIMEOUT_S} s"
