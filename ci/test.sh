@@ -6,4 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/bootstrap.sh
 ci/build.sh
+# One intra-op thread per test: ctest already runs one test per core, and LibTorch's
+# OpenMP threads spinning on cores another test holds made the suite four times slower
+# (Zoo/ZooModel: 128 s against 30 s at -j 2). A test that needs more sets it itself.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 ctest --test-dir "${PASSCHECK_BUILD_DIR:-build}" -j "$(nproc)" --output-on-failure "$@"

@@ -20,9 +20,12 @@
 #include "passes/partition/budget_monotonicity.h"
 #include "suites/mutants/mutants.h"
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -703,6 +706,8 @@ GateResults run_gate(const GateOptions& options, std::ostream& log) {
     return results;
   }
 
+  // The gate's own checks share the cores with the tests: one intra-op thread, as each test gets.
+  if (options.jobs > 1 && !std::getenv("OMP_NUM_THREADS")) at::set_num_threads(1);
   const double budget = options.budget_seconds;
   auto left = [&] { return budget - seconds_since(start); };
   bool stop = false;

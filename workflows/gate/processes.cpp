@@ -24,7 +24,7 @@ namespace {
 
 // posix_spawnp of `argv` with its output in `log` (created), stdin from /dev/null, in a
 // process group of its own.
-int spawn(const std::vector<std::string>& argv, const std::string& log) {
+int spawn(const std::vector<std::string>& argv, const std::string& log, char* const* envp = environ) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -38,7 +38,7 @@ int spawn(const std::vector<std::string>& argv, const std::string& log) {
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
-  const int error = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  const int error = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (error != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(error));
@@ -100,6 +100,12 @@ CapturedOutput run_captured(const std::vector<std::string>& argv, const std::str
 
 TestPool::TestPool(std::string build_dir, int slots)
     : build_dir_(std::move(build_dir)), log_dir_(temp_dir()), slots_(slots), start_(std::chrono::steady_clock::now()) {
+  // Tests side by side get one intra-op thread each unless the caller chose (OpenMP
+  // threads spinning on a core another test holds slow both down several times).
+  for (char** e = environ; *e; ++e) test_environment_.emplace_back(*e);
+  if (!std::getenv("OMP_NUM_THREADS")) test_environment_.emplace_back("OMP_NUM_THREADS=1");
+  for (std::string& e : test_environment_) test_envp_.push_back(e.data());
+  test_envp_.push_back(nullptr);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -196,7 +202,7 @@ void TestPool::loop() {
       try {
         r.pid = spawn({"ctest", "--test-dir", build_dir_, "-R", exact_name_pattern(r.name), "--output-on-failure",
                        "--no-tests=error"},
-                      r.log);
+                      r.log, test_envp_.data());
         running_.push_back(std::move(r));
       } catch (const std::runtime_error& e) {
         finished_.push_back({r.name, TestRun::End::Failed, r.started, now(), e.what()});

@@ -65,6 +65,8 @@ class TestPool {
 
   std::string build_dir_;
   std::string log_dir_;
+  std::vector<std::string> test_environment_;  ///< this process's, with OMP_NUM_THREADS=1 unless set
+  std::vector<char*> test_envp_;
   int slots_;
   bool stopping_ = false;
   std::deque<std::string> queued_;
