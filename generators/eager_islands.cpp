@@ -15,15 +15,6 @@ namespace passcheck::gen {
 
 namespace {
 
-bool contiguous(const ir::TensorMeta& m) {
-  int64_t expected = 1;
-  for (size_t d = m.sizes.size(); d-- > 0;) {
-    if (m.sizes[d] != 1 && m.strides[d] != expected) return false;
-    expected *= m.sizes[d];
-  }
-  return true;
-}
-
 std::string sizes_text(const std::vector<int64_t>& sizes) {
   std::string out;
   for (int64_t s : sizes) out += (out.empty() ? "" : ", ") + std::to_string(s);
@@ -42,7 +33,7 @@ GeneratedCase generate_eager_island_case(uint64_t seed) {
     for (size_t i = 0; i < n->num_outputs(); ++i) {
       const ir::Value* v = n->output(i);
       if (v->type() == ir::ValueType::Tensor && v->meta() && !v->meta()->is_symbolic() &&
-          v->meta()->dtype == c10::ScalarType::Float && contiguous(*v->meta()))
+          v->meta()->dtype == c10::ScalarType::Float && v->meta()->is_contiguous())
         candidates.push_back(v);
     }
   }

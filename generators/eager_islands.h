@@ -3,8 +3,9 @@
 // (aten::_local_scalar_dense of its sum, which then scales it) and a data-dependent shape
 // (aten::nonzero of its positive entries, counted) — each feeding a new graph output. The
 // cudagraph pass must leave them to eager and capture around them; replays over several
-// calls must still equal the graph run directly. `fuzz --pass cudagraph` draws every
-// other case from here.
+// calls must still equal the graph run directly. A campaign whose pipeline has a pass
+// declaring the guards data-dependent-scalar or data-dependent-shape (the cudagraph pass,
+// its mutants) draws every other program case from here.
 #pragma once
 
 #include "generators/program_case.h"

@@ -16,7 +16,6 @@
 #include "generators/program.h"
 #include "generators/program_case.h"
 
-#include <sstream>
 #include <stdexcept>
 
 namespace passcheck::campaign {
@@ -30,19 +29,14 @@ struct CaseGraph {
   std::string description;
 };
 
-// Whether `pipeline` runs the cudagraph pass or one of its mutants (mutant-cudagraph-...,
-// suites/mutants) (a pipeline text: passes by name, options in braces).
-bool runs_cudagraph(const std::string& pipeline) {
-  std::string names;
-  int depth = 0;
-  for (char ch : pipeline) {
-    depth += ch == '{';
-    if (depth == 0) names += ch;
-    depth -= ch == '}';
-  }
-  std::istringstream in(names);
-  for (std::string pass; std::getline(in, pass, ',');)
-    if (pass == "cudagraph" || pass.rfind("mutant-cudagraph-", 0) == 0) return true;
+// Whether a pass of `pipeline` decides on host reads or data-dependent shapes (declares
+// the guards the cudagraph pass, and any stand-in copying its declaration, refuses them
+// with): such a pipeline gets programs that have them.
+bool decides_on_eager_islands(const std::string& pipeline, const check::PassRegistry& registry) {
+  const check::Pipeline parsed = check::Pipeline::parse(pipeline, registry);  // passes() refers into it
+  for (const check::PassInvocation& p : parsed.passes())
+    for (const check::DecisionInfo& guard : registry.get(p.name).info.guards)
+      if (guard.name == "data-dependent-shape" || guard.name == "data-dependent-scalar") return true;
   return false;
 }
 
@@ -235,7 +229,7 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   if (spec.kind == CaseKind::SimMesh) return run_sim_mesh_case(spec, options, counting);
   // The cudagraph pass's eager islands (host reads, data-dependent shapes) never come out
   // of a traced program: every other program case gets one.
-  CaseGraph c = make_case(spec.seed, spec.index, options.source, runs_cudagraph(spec.pipeline));
+  CaseGraph c = make_case(spec.seed, spec.index, options.source, decides_on_eager_islands(spec.pipeline, registry));
   check::Repro repro;
   repro.pipeline = spec.pipeline;
   repro.registries = options.registries;

@@ -338,9 +338,12 @@ Selection BuildGraph::select(const std::vector<std::string>& changed, const std:
   };
   std::map<std::string, std::string> object_of_source;
   for (const auto& [object, source] : object_source_) object_of_source[source] = object;
-  std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> source_facts;
+  struct SourceFacts {
+    std::set<std::string> includes, literals;
+    bool runs_cli = false;
+  };
+  std::map<std::string, SourceFacts> source_facts;
   std::vector<TestFacts> facts(tests_.size());
-  std::map<std::string, bool> source_runs_cli;
   const std::string cli = fs::is_regular_file(fs::path(build_dir_) / "bin" / "passcheck") ? "bin/passcheck" : "";
   for (size_t i = 0; i < tests_.size(); ++i) {
     const BuildTest& t = tests_[i];
@@ -353,18 +356,15 @@ Selection BuildGraph::select(const std::vector<std::string>& changed, const std:
       fs::path file = fs::path(repo) / t.source;
       if (!fs::exists(file)) file = fs::path(source_dir_) / t.source;
       const std::string text = read_text(file);
-      source_facts[t.source] = {quoted_includes(text), path_literals(text)};
+      // A suite that runs the CLI finds it through the test support's compiled-in path,
+      // not its command line.
+      source_facts[t.source] = {quoted_includes(text), path_literals(text),
+                                text.find("passcheck_binary()") != std::string::npos};
     }
-    // A suite that runs the CLI finds it through the test support's compiled-in path, not
-    // its command line.
-    if (source_runs_cli.count(t.source) == 0) {
-      fs::path file = fs::path(repo) / t.source;
-      if (!fs::exists(file)) file = fs::path(source_dir_) / t.source;
-      source_runs_cli[t.source] = read_text(file).find("passcheck_binary()") != std::string::npos;
-    }
-    if (source_runs_cli[t.source] && !cli.empty()) facts[i].executables.insert(cli);
-    facts[i].includes = source_facts[t.source].first;
-    facts[i].literals = source_facts[t.source].second;
+    const SourceFacts& source = source_facts.at(t.source);
+    if (source.runs_cli && !cli.empty()) facts[i].executables.insert(cli);
+    facts[i].includes = source.includes;
+    facts[i].literals = source.literals;
     if (object_of_source.count(t.source)) facts[i].object = object_of_source.at(t.source);
   }
 
@@ -400,11 +400,15 @@ Selection BuildGraph::select(const std::vector<std::string>& changed, const std:
       for (size_t i = 0; i < tests_.size(); ++i)
         for (const std::string& p : facts[i].paths)
           if (importers.files.count(p) && p != file) select_test(i, Tier::Names, "it runs " + p + ", which imports " + file);
-      for (const std::string& module : importers.modules) {
-        if (module.empty()) continue;
-        const std::regex named("\"" + std::regex_replace(module, std::regex(R"(\.)"), R"(\.)") + R"((\.[A-Za-z_]\w*)*")");
-        for (const auto& [source_file, object] : object_of_source)
-          if (std::regex_search(read_text(fs::path(source_dir_) / source_file), named)) {
+      std::vector<std::pair<std::string, std::regex>> named;
+      for (const std::string& module : importers.modules)
+        if (!module.empty())
+          named.emplace_back(module, std::regex("\"" + std::regex_replace(module, std::regex(R"(\.)"), R"(\.)") +
+                                                R"((\.[A-Za-z_]\w*)*")"));
+      for (const auto& [source_file, object] : object_of_source) {
+        const std::string text = read_text(fs::path(source_dir_) / source_file);
+        for (const auto& [module, pattern] : named)
+          if (std::regex_search(text, pattern)) {
             interface.insert(source_file);
             notes.push_back(source_file + " starts Python module " + module);
           }

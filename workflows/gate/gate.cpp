@@ -35,7 +35,6 @@
 #include <random>
 #include <regex>
 #include <sstream>
-#include <sys/wait.h>
 #include <thread>
 
 namespace passcheck::gate {
@@ -86,28 +85,10 @@ namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-struct GitOutput {
-  int exit_code = -1;
-  std::string output;
-};
-
-// git through the shell with stderr captured: the gate reports git's own words on failure.
-GitOutput git(const std::string& repo, const std::string& arguments) {
-  const std::string command = "git -C " + shell_quote(repo) + " " + arguments + " 2>&1";
-  GitOutput out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot run git: " + command);
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.output.append(buffer, n);
-  const int status = pclose(pipe);
-  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+// git with its output captured: the gate reports git's own words on failure.
+CapturedOutput git(const std::string& repo, std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), {"git", "-C", repo, "-c", "core.quotepath=off"});
+  return run_captured(arguments);
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -122,17 +103,18 @@ std::vector<std::string> lines_of(const std::string& text) {
 // untracked ones, relative to the repository root. Bad input (std::invalid_argument) when
 // `repo` is no git work tree or `base` names no commit.
 std::vector<std::string> changed_files(const std::string& repo, const std::string& base, std::string& top) {
-  GitOutput root = git(repo, "rev-parse --show-toplevel");
+  const CapturedOutput root = git(repo, {"rev-parse", "--show-toplevel"});
   if (root.exit_code != 0)
     throw std::invalid_argument("--repo " + repo + " is not a git work tree (git: " + lines_of(root.output + "?")[0] + ")");
   top = lines_of(root.output).at(0);
-  if (git(top, "rev-parse --verify --quiet " + shell_quote(base + "^{commit}")).exit_code != 0)
+  if (git(top, {"rev-parse", "--verify", "--quiet", base + "^{commit}"}).exit_code != 0)
     throw std::invalid_argument("--base " + base + ": no such commit in " + top);
   std::set<std::string> files;
-  for (const std::string& args : {"diff --name-only " + shell_quote(base + "...HEAD"), std::string("diff --name-only HEAD"),
-                                  std::string("ls-files --others --exclude-standard")}) {
-    GitOutput out = git(top, "-c core.quotepath=off " + args);
-    if (out.exit_code != 0) throw std::invalid_argument("git " + args + " failed in " + top + ": " + out.output);
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"diff", "--name-only", base + "...HEAD"},
+                                               std::vector<std::string>{"diff", "--name-only", "HEAD"},
+                                               std::vector<std::string>{"ls-files", "--others", "--exclude-standard"}}) {
+    const CapturedOutput out = git(top, args);
+    if (out.exit_code != 0) throw std::invalid_argument("git " + args[0] + " failed in " + top + ": " + out.output);
     for (const std::string& f : lines_of(out.output)) files.insert(f);
   }
   return {files.begin(), files.end()};
