@@ -5,6 +5,9 @@
 #include "framework/dist/collectives.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+
+#include <algorithm>
 
 #include <condition_variable>
 #include <map>
@@ -36,17 +39,31 @@ at::Tensor reduce_in_rank_order(const std::vector<at::Tensor>& inputs, ReduceOp 
 
 namespace {
 
-// One collective of one group: the k-th collective its members issue on it.
+// One collective of one group: the k-th collective its members issue on it. Its fields
+// are read and written under State::mutex; the tensors it holds are read outside it.
 struct Slot {
   std::vector<int64_t> members;
   std::vector<bool> arrived;
   std::vector<CollectiveCall> calls;
+  // Every member's input as it was at its call (a snapshot: the caller may reuse or
+  // overwrite its input once the call returns, and an in-place all_reduce's input is
+  // its poisoned output). Never written once the slot is done, so members read them
+  // without the lock.
   std::vector<at::Tensor> inputs;
   std::vector<ReduceOp> reduce_ops;
   int64_t num_arrived = 0, num_collected = 0;
+  // Every member arrived and the calls were checked (`error` says why they disagree).
   bool done = false;
   std::string error;
-  std::vector<at::Tensor> results;
+  // all_to_all_single: the rows member i sends to each member, in group order.
+  std::vector<std::vector<int64_t>> sends;
+  // all_reduce: the one result every member copies, reduced part by part by whichever
+  // members are waiting for it (part_state: 0 free, 1 being reduced, 2 done).
+  at::Tensor shared;
+  std::vector<int64_t> part_bounds;
+  std::vector<uint8_t> part_state;
+  int64_t parts_done = 0;
+  std::string part_error;
 };
 
 using SlotKey = std::pair<std::string, int64_t>;  // (member list, sequence number)
@@ -65,8 +82,80 @@ std::string rank_list(const std::vector<int64_t>& ranks) {
 
 std::vector<int64_t> equal_splits(int64_t rows, int64_t n) { return std::vector<int64_t>(n, rows / n); }
 
-// Every member's result of a complete slot, or a description of the disagreement.
-std::vector<at::Tensor> compute_results(Slot& slot) {
+// Whether reducing a part of the members' tensors gives, element for element, the bits
+// of reduce_in_rank_order on the whole tensors: true where every element of the result
+// is the same chain of correctly rounded operations whichever kernel path (vectorized
+// body or scalar tail) computes it: add, multiply and divide by the group size on real
+// dtypes. min/max (the vector and scalar paths may differ on -0 vs +0) and complex
+// arithmetic are reduced whole, exactly as reduce_in_rank_order does.
+bool reduces_by_parts(ReduceOp op, c10::ScalarType dtype) {
+  if (at::isComplexType(dtype)) return false;
+  return op == ReduceOp::Sum || op == ReduceOp::Avg || op == ReduceOp::Product;
+}
+
+// out[k] = ((in[0][k] + in[1][k]) + in[2][k]) + ... (divided by the number of inputs
+// for avg): the rounding of reduce_in_rank_order's at::add chain, one element at a time,
+// in one pass over memory (blocks that stay in the L1 cache).
+template <typename T>
+void sum_in_rank_order(T* out, const std::vector<const T*>& in, int64_t count, bool avg) {
+  constexpr int64_t kBlock = 1024;
+  const size_t n = in.size();
+  const T divisor = static_cast<T>(static_cast<double>(n));
+  for (int64_t b = 0; b < count; b += kBlock) {
+    const int64_t e = std::min(count, b + kBlock);
+    if (n == 1) {
+      for (int64_t k = b; k < e; ++k) out[k] = in[0][k];
+    } else {
+      const T* a = in[0];
+      const T* c = in[1];
+      for (int64_t k = b; k < e; ++k) out[k] = a[k] + c[k];
+    }
+    for (size_t i = 2; i < n; ++i) {
+      const T* c = in[i];
+      for (int64_t k = b; k < e; ++k) out[k] = out[k] + c[k];
+    }
+    if (avg)
+      for (int64_t k = b; k < e; ++k) out[k] = out[k] / divisor;
+  }
+}
+
+// out = parts[0] op parts[1] op ... in rank order (avg: divided by the number of parts):
+// the bits reduce_in_rank_order gives for these elements, written straight into `out`.
+void reduce_into(at::Tensor out, const std::vector<at::Tensor>& parts, ReduceOp op) {
+  const c10::ScalarType dtype = parts[0].scalar_type();
+  bool direct = out.scalar_type() == dtype && out.sizes() == parts[0].sizes() && reduces_by_parts(op, dtype);
+  for (const at::Tensor& p : parts) direct = direct && p.scalar_type() == dtype && p.sizes() == parts[0].sizes();
+  if (!direct) {
+    out.copy_(reduce_in_rank_order(parts, op));
+    return;
+  }
+  const bool is_sum = op == ReduceOp::Sum || op == ReduceOp::Avg;
+  bool contiguous = out.is_contiguous();
+  for (const at::Tensor& p : parts) contiguous = contiguous && p.is_contiguous();
+  if (is_sum && contiguous && (dtype == at::kFloat || dtype == at::kDouble)) {
+    AT_DISPATCH_FLOATING_TYPES(dtype, "sim_sum_in_rank_order", [&] {
+      std::vector<const scalar_t*> in;
+      for (const at::Tensor& p : parts) in.push_back(p.const_data_ptr<scalar_t>());
+      sum_in_rank_order<scalar_t>(out.mutable_data_ptr<scalar_t>(), in, out.numel(), op == ReduceOp::Avg);
+    });
+    return;
+  }
+  if (parts.size() == 1) {
+    out.copy_(parts[0]);
+  } else if (is_sum) {
+    at::add_out(out, parts[0], parts[1]);
+    for (size_t i = 2; i < parts.size(); ++i) out.add_(parts[i]);
+  } else {
+    at::mul_out(out, parts[0], parts[1]);
+    for (size_t i = 2; i < parts.size(); ++i) out.mul_(parts[i]);
+  }
+  if (op == ReduceOp::Avg) out.div_(static_cast<double>(parts.size()));
+}
+
+// Checks a complete slot (under the lock, by its last member to arrive): every member's
+// call against the first, and what the data movement would otherwise fail on, with the
+// messages the data movement gives. Moves no data.
+void check_calls(Slot& slot) {
   const size_t n = slot.members.size();
   const CollectiveCall& first = slot.calls[0];
   for (size_t i = 1; i < n; ++i)
@@ -74,43 +163,96 @@ std::vector<at::Tensor> compute_results(Slot& slot) {
       throw CollectiveError("ranks disagree on a collective of group " + first.group + " [" + rank_list(slot.members) +
                             "]: rank " + std::to_string(slot.members[0]) + " issued " + first.str() + ", rank " +
                             std::to_string(slot.members[i]) + " issued " + slot.calls[i].str());
-  std::vector<at::Tensor> results(n);
   const std::string& op = first.op;
   if (op == "all_gather_into_tensor") {
-    at::Tensor all = at::cat(slot.inputs, 0);
-    for (auto& r : results) r = all;
-  } else if (op == "all_reduce") {
-    at::Tensor all = reduce_in_rank_order(slot.inputs, slot.reduce_ops[0]);
-    for (auto& r : results) r = all;
-  } else if (op == "reduce_scatter_tensor") {
-    std::vector<at::Tensor> parts = reduce_in_rank_order(slot.inputs, slot.reduce_ops[0]).chunk(n, 0);
-    for (size_t i = 0; i < n; ++i) results[i] = parts[i].contiguous();
+    if (slot.inputs[0].dim() == 0) (void)at::cat(slot.inputs, 0);  // throws: a scalar has no rows to gather
+  } else if (op == "all_reduce" || op == "reduce_scatter_tensor") {
+    const at::Tensor& in = slot.inputs[0];
+    if (slot.reduce_ops[0] == ReduceOp::Avg && !at::isFloatingType(in.scalar_type()))
+      throw std::invalid_argument("reduce_op avg needs a floating-point tensor, not " +
+                                  std::string(c10::toString(in.scalar_type())));
+    if (op == "reduce_scatter_tensor" && in.dim() == 0) (void)in.chunk(static_cast<int64_t>(n), 0);  // throws
+    if (op == "all_reduce") {
+      // The result's parts: as many as members, along the flattened elements, where a
+      // part reduces to the whole's bits; else one part, the whole tensor.
+      bool by_parts = reduces_by_parts(slot.reduce_ops[0], in.scalar_type());
+      for (const at::Tensor& t : slot.inputs) by_parts = by_parts && t.is_contiguous();
+      const int64_t parts = by_parts ? std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(n), in.numel())) : 1;
+      slot.part_bounds.clear();
+      for (int64_t p = 0; p <= parts; ++p) slot.part_bounds.push_back(in.numel() * p / parts);
+      slot.part_state.assign(static_cast<size_t>(parts), 0);
+      slot.parts_done = 0;
+      slot.shared = at::empty(in.sizes(), in.options().memory_format(at::MemoryFormat::Contiguous));
+    }
   } else if (op == "all_to_all_single") {
-    std::vector<std::vector<at::Tensor>> sent(n);  // sent[i][j]: rows member i sends to member j
-    std::vector<std::vector<int64_t>> out_splits(n);
+    slot.sends.assign(n, {});
     for (size_t i = 0; i < n; ++i) {
       std::vector<int64_t> in = slot.calls[i].input_splits;
-      if (in.empty()) in = equal_splits(slot.inputs[i].size(0), n);
-      sent[i] = slot.inputs[i].split_with_sizes(in, 0);
-      out_splits[i] = slot.calls[i].output_splits;
+      if (in.empty()) in = equal_splits(slot.inputs[i].size(0), static_cast<int64_t>(n));
+      (void)slot.inputs[i].split_with_sizes(in, 0);  // throws when the splits do not cover the rows
+      slot.sends[i] = in;
     }
     for (size_t j = 0; j < n; ++j) {
-      std::vector<at::Tensor> received;
+      const std::vector<int64_t>& out_splits = slot.calls[j].output_splits;
       for (size_t i = 0; i < n; ++i) {
-        int64_t expected = out_splits[j].empty() ? slot.inputs[j].size(0) / static_cast<int64_t>(n) : out_splits[j][i];
-        if (sent[i][j].size(0) != expected)
+        int64_t expected = out_splits.empty() ? slot.inputs[j].size(0) / static_cast<int64_t>(n) : out_splits[i];
+        if (slot.sends[i][j] != expected)
           throw CollectiveError("all_to_all_single on group " + first.group + " [" + rank_list(slot.members) +
                                 "]: rank " + std::to_string(slot.members[i]) + " sends " +
-                                std::to_string(sent[i][j].size(0)) + " rows to rank " +
-                                std::to_string(slot.members[j]) + ", which expects " + std::to_string(expected));
-        received.push_back(sent[i][j]);
+                                std::to_string(slot.sends[i][j]) + " rows to rank " + std::to_string(slot.members[j]) +
+                                ", which expects " + std::to_string(expected));
       }
-      results[j] = at::cat(received, 0);
     }
   } else {
     throw std::logic_error("sim: unknown collective " + op);
   }
-  return results;
+}
+
+// all_gather: every member's input into its rows of `out`, in group order (the bits of
+// concatenating them).
+void gather_into(const at::Tensor& out, const std::vector<at::Tensor>& inputs) {
+  const int64_t rows = inputs[0].size(0), n = static_cast<int64_t>(inputs.size());
+  if (out.dim() == 0 || out.size(0) != rows * n) {
+    out.copy_(at::cat(inputs, 0));  // not the shape c10d allocates: as before, copy_ says why
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) out.narrow(0, i * rows, rows).copy_(inputs[i]);
+}
+
+// reduce_scatter: this member's chunk of the rank-order reduction, reduced from the
+// members' chunks alone where that gives the same bits.
+void reduce_chunk_into(const at::Tensor& out, const std::vector<at::Tensor>& inputs, ReduceOp op, int64_t index) {
+  const int64_t n = static_cast<int64_t>(inputs.size());
+  const int64_t rows = inputs[0].size(0);
+  if (!reduces_by_parts(op, inputs[0].scalar_type()) || rows % n != 0) {
+    out.copy_(reduce_in_rank_order(inputs, op).chunk(n, 0)[index]);
+    return;
+  }
+  std::vector<at::Tensor> chunks;
+  for (const at::Tensor& in : inputs) chunks.push_back(in.narrow(0, index * (rows / n), rows / n));
+  reduce_into(out, chunks, op);
+}
+
+// all_to_all: the rows every member sends to member `index`, in group order.
+void receive_into(const at::Tensor& out, const std::vector<at::Tensor>& inputs,
+                  const std::vector<std::vector<int64_t>>& sends, int64_t index) {
+  std::vector<at::Tensor> received;
+  int64_t total = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < index; ++j) offset += sends[i][j];
+    received.push_back(inputs[i].narrow(0, offset, sends[i][index]));
+    total += sends[i][index];
+  }
+  if (out.dim() == 0 || out.size(0) != total) {
+    out.copy_(at::cat(received, 0));  // not the shape c10d allocates: as before, copy_ says why
+    return;
+  }
+  int64_t row = 0;
+  for (const at::Tensor& r : received) {
+    out.narrow(0, row, r.size(0)).copy_(r);
+    row += r.size(0);
+  }
 }
 
 void poison(const at::Tensor& t) {
@@ -124,9 +266,11 @@ struct SimWorld::State {
   explicit State(DeviceMesh m, SimOptions o) : mesh(std::make_shared<const DeviceMesh>(std::move(m))), options(o) {}
   std::shared_ptr<const DeviceMesh> mesh;
   SimOptions options;
+  // Guards the rendezvous bookkeeping: the slot table, every slot's fields, stopped and
+  // last_issued. No data moves under it.
   std::mutex mutex;
   std::condition_variable changed;
-  std::map<SlotKey, Slot> slots;
+  std::map<SlotKey, std::shared_ptr<Slot>> slots;
   // Why each rank stopped taking part: empty while it runs.
   std::vector<std::string> stopped;
   std::vector<std::string> last_issued;
@@ -204,7 +348,9 @@ class SimCommunicator : public Communicator {
     std::string description = c.str() + " #" + std::to_string(seq) + " of group [" + rank_list(g.members) + "]";
     {
       std::lock_guard<std::mutex> lock(state_.mutex);
-      Slot& slot = state_.slots[key];
+      std::shared_ptr<Slot>& entry = state_.slots[key];
+      if (!entry) entry = std::make_shared<Slot>();
+      Slot& slot = *entry;
       if (slot.members.empty()) {
         slot.members = g.members;
         slot.arrived.assign(g.members.size(), false);
@@ -217,17 +363,16 @@ class SimCommunicator : public Communicator {
       size_t i = static_cast<size_t>(g.index);
       slot.arrived[i] = true;
       slot.calls[i] = c;
-      slot.inputs[i] = snapshot;
+      slot.inputs[i] = std::move(snapshot);
       slot.reduce_ops[i] = op;
       state_.last_issued[rank_] = description;
       if (++slot.num_arrived == g.size()) {
         try {
-          slot.results = compute_results(slot);
+          check_calls(slot);
         } catch (const std::exception& e) {
           slot.error = exception_message(e);
         }
         slot.done = true;
-        slot.inputs.clear();
         state_.changed.notify_all();
       }
     }
@@ -237,7 +382,7 @@ class SimCommunicator : public Communicator {
   void complete(const Pending& p) {
     std::unique_lock<std::mutex> lock(state_.mutex);
     auto deadline = std::chrono::steady_clock::now() + state_.options.timeout;
-    Slot* slot = &state_.slots.at(p.key);
+    std::shared_ptr<Slot> slot = state_.slots.at(p.key);
     while (!slot->done) {
       // A member that stopped will never arrive.
       for (size_t i = 0; i < slot->members.size(); ++i) {
@@ -259,13 +404,73 @@ class SimCommunicator : public Communicator {
                               ": not issued by " + missing);
       }
     }
-    std::string error = slot->error;
-    at::Tensor result = error.empty() ? slot->results[p.index] : at::Tensor();
+    // The slot is done: its inputs, calls and splits no longer change, and this member
+    // holds it, so everything below reads them without the lock (all_reduce's parts
+    // excepted). The table forgets the slot once every member has taken it.
     if (++slot->num_collected == static_cast<int64_t>(slot->members.size())) state_.slots.erase(p.key);
     lock.unlock();
-    if (!error.empty()) throw CollectiveError("rank " + std::to_string(rank_) + ": " + error);
+    if (!slot->error.empty()) throw CollectiveError("rank " + std::to_string(rank_) + ": " + slot->error);
     at::NoGradGuard no_grad;
-    p.output.copy_(result);
+    const std::string& op = slot->calls[0].op;
+    const int64_t index = static_cast<int64_t>(p.index);
+    try {
+      if (op == "all_gather_into_tensor") gather_into(p.output, slot->inputs);
+      else if (op == "reduce_scatter_tensor") reduce_chunk_into(p.output, slot->inputs, slot->reduce_ops[0], index);
+      else if (op == "all_to_all_single") receive_into(p.output, slot->inputs, slot->sends, index);
+      else reduce_shared(*slot);
+    } catch (const CollectiveError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw CollectiveError("rank " + std::to_string(rank_) + ": " + exception_message(e));
+    }
+    if (op == "all_reduce") p.output.copy_(slot->shared);
+  }
+
+  // all_reduce: reduces free parts of the shared result until none is left, then waits
+  // for the parts other members are reducing (they are running, not waiting: no cycle).
+  void reduce_shared(Slot& slot) {
+    std::unique_lock<std::mutex> lock(state_.mutex);
+    const size_t parts = slot.part_state.size();
+    for (;;) {
+      size_t p = 0;
+      while (p < parts && slot.part_state[p] != 0) ++p;
+      if (p == parts) break;
+      slot.part_state[p] = 1;
+      lock.unlock();
+      std::string error;
+      try {
+        reduce_part(slot, p);
+      } catch (const std::exception& e) {
+        error = exception_message(e);
+      }
+      lock.lock();
+      slot.part_state[p] = 2;
+      ++slot.parts_done;
+      if (!error.empty() && slot.part_error.empty()) slot.part_error = error;
+      state_.changed.notify_all();
+    }
+    while (slot.parts_done < static_cast<int64_t>(parts)) state_.changed.wait(lock);
+    if (!slot.part_error.empty()) throw CollectiveError("rank " + std::to_string(rank_) + ": " + slot.part_error);
+  }
+
+  static void reduce_part(Slot& slot, size_t p) {
+    const ReduceOp op = slot.reduce_ops[0];
+    if (slot.part_state.size() == 1) {
+      if (reduces_by_parts(op, slot.shared.scalar_type()) && slot.shared.numel() > 0) {
+        bool contiguous = true;
+        for (const at::Tensor& t : slot.inputs) contiguous = contiguous && t.is_contiguous();
+        if (contiguous) {
+          reduce_into(slot.shared, slot.inputs, op);
+          return;
+        }
+      }
+      slot.shared.copy_(reduce_in_rank_order(slot.inputs, op));
+      return;
+    }
+    const int64_t begin = slot.part_bounds[p], length = slot.part_bounds[p + 1] - begin;
+    std::vector<at::Tensor> parts;
+    for (const at::Tensor& t : slot.inputs) parts.push_back(t.view({-1}).narrow(0, begin, length));
+    reduce_into(slot.shared.view({-1}).narrow(0, begin, length), parts, op);
   }
 
   SimWorld::State& state_;
