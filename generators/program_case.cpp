@@ -55,7 +55,7 @@ void tag_randomly(ir::Graph& graph, uint64_t seed) {
   for (ir::Node* n : graph.nodes()) {
     if (n->meta().phase != ir::Phase::Forward) continue;
     x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    n->meta().recompute = policies[(x >> 33) % 4];
+    n->mutable_meta().recompute = policies[(x >> 33) % 4];
   }
 }
 

@@ -182,7 +182,7 @@ std::shared_ptr<ir::Graph> build_graph(const GraphRecipe& recipe) {
     std::vector<Arg> args;
     for (const Arg& a : n.args) args.push_back(resolve(a, defined));
     ir::Node* node = graph->create(n.op, std::move(args));
-    node->meta() = n.meta;
+    node->mutable_meta() = n.meta;
     for (const ValueRecipe& out : n.outputs) defined.push_back(node->add_output(out.type, out.meta, out.name_hint));
   }
   for (int64_t index : recipe.outputs) graph->add_output(defined[index % defined.size()]);

@@ -127,7 +127,7 @@ bool insert_identity(ir::Graph& graph, size_t pick, bool mul) {
   std::vector<ir::Arg> args = mul ? std::vector<ir::Arg>{ir::Arg::of(v), ir::Arg::real(1.0)}
                                   : std::vector<ir::Arg>{ir::Arg::of(v), ir::Arg::integer(0), ir::Arg::integer(1)};
   ir::Node* id = graph.create(mul ? "aten::mul.Scalar" : "aten::sub.Scalar", args, next == order.end() ? nullptr : *next);
-  id->meta() = producer->meta();
+  id->mutable_meta() = producer->meta();
   ir::Value* out = id->add_output(ir::ValueType::Tensor, v->meta());
   v->replace_uses_if(out, [id](const ir::Use& use) { return use.user != id; });
   return true;

@@ -6,6 +6,8 @@
 // the executor trips over the damage.
 #include "framework/check/pipeline.h"
 
+#include <cstdlib>
+
 #include "framework/check/verifier.h"
 #include "framework/sym/prover.h"
 
@@ -207,6 +209,16 @@ std::string label(const PassInvocation& inv, const PassOptions& options) { retur
 
 }  // namespace
 
+Verification default_verification() {
+  const char* text = std::getenv("PASSCHECK_VERIFY");
+  if (text == nullptr || *text == '\0') return Verification::Incremental;
+  const std::string value = text;
+  if (value == "incremental") return Verification::Incremental;
+  if (value == "full") return Verification::Full;
+  if (value == "checked") return Verification::Checked;
+  throw PassConfigError("PASSCHECK_VERIFY=" + value + ": expected incremental, full or checked");
+}
+
 std::string PassInvocation::str() const {
   std::string out = name;
   if (options.empty()) return out;
@@ -242,6 +254,12 @@ std::string Pipeline::str() const {
 
 namespace {
 
+std::string first_issue(const std::vector<VerifierIssue>& issues) {
+  std::string message = issues.front().message;
+  if (issues.size() > 1) message += " (+" + std::to_string(issues.size() - 1) + " more)";
+  return message;
+}
+
 // The gate's checks after one pass, on any subject (a graph or a module): the changed
 // claim against the hash, the verifier, the declared decisions. Fills `record`.
 // Sets *hash_after to the subject's hash when it computes one.
@@ -257,11 +275,7 @@ void gate(const RegisteredPass& pass, PassRecord& record, PassResult result, con
   }
   if (options.verify_each) {
     std::vector<VerifierIssue> issues = verify(subject);
-    if (!issues.empty()) {
-      std::string message = issues.front().message;
-      if (issues.size() > 1) message += " (+" + std::to_string(issues.size() - 1) + " more)";
-      throw PassFailure(record.pass, message);
-    }
+    if (!issues.empty()) throw PassFailure(record.pass, first_issue(issues));
   }
   // A decision the pass does not declare can be neither covered nor mutated: it is
   // as much a broken promise as a false changed flag.
@@ -274,6 +288,23 @@ void gate(const RegisteredPass& pass, PassRecord& record, PassResult result, con
   record.stats = std::move(result.stats);
   record.rules_fired = std::move(result.rules_fired);
   record.guards_refused = std::move(result.guards_refused);
+}
+
+// The graph gate's verification, as PipelineOptions::verification asks.
+std::vector<VerifierIssue> verify_after_pass(const ir::Graph& graph, const PipelineOptions& options,
+                                             const std::string& pass) {
+  if (options.verification == Verification::Full) return verify_graph(graph);
+  const ChangeSet changes = changes_of(graph);
+  std::vector<VerifierIssue> issues =
+      options.verify_changes ? options.verify_changes(graph, changes) : verify_changes(graph, changes);
+  if (options.verification == Verification::Checked && issues.empty()) {
+    // The incremental verifier's promise: it finds what the full one finds.
+    std::vector<VerifierIssue> full = verify_graph(graph);
+    if (!full.empty())
+      throw PassFailure(pass, "the incremental verifier missed what the full verifier found (" +
+                                  std::to_string(changes.nodes.size()) + " nodes touched): " + first_issue(full));
+  }
+  return issues;
 }
 
 template <typename Run>
@@ -312,6 +343,7 @@ PassRecord run_graph_pass(const RegisteredPass& pass, const PassOptions& pass_op
   if (options.check_changed_claim) hash_before = known_hash && *known_hash ? **known_hash : graph.hash();
   if (known_hash) known_hash->reset();
   const size_t claims_before = graph.claims().size();
+  graph.clear_changes();  // the log the incremental verifier reads is this pass's
   auto start = std::chrono::steady_clock::now();
   PassResult result = run_guarded(record.pass, [&] { return pass.run(graph, pass_options); });
   record.seconds = seconds_since(start);
@@ -330,8 +362,8 @@ PassRecord run_graph_pass(const RegisteredPass& pass, const PassOptions& pass_op
       if (r.verdict == sym::Verdict::Refuted)
         throw PassFailure(record.pass, "recorded a claim that does not hold: " + r.format());
   }
-  gate(pass, record, std::move(result), graph, hash_before, options, [](const ir::Graph& g) { return verify_graph(g); },
-       known_hash);
+  gate(pass, record, std::move(result), graph, hash_before, options,
+       [&](const ir::Graph& g) { return verify_after_pass(g, options, record.pass); }, known_hash);
   record.nodes_after = graph.num_nodes();
   return record;
 }
@@ -371,8 +403,9 @@ std::vector<PassRecord> Pipeline::run(ir::Module& module, const PipelineOptions&
         records.push_back(run_graph_pass(pass, pass_options, part_label, *part.graph, options));
       }
       if (options.verify_each) {
-        // A graph pass may change a part's inputs or outputs under its links.
-        std::vector<VerifierIssue> issues = verify_module(module);
+        // A graph pass may change a part's inputs or outputs under its links (each part's
+        // graph was verified after the pass ran on it).
+        std::vector<VerifierIssue> issues = verify_module_links(module);
         if (!issues.empty()) throw PassFailure(name, issues.front().message);
       }
       continue;

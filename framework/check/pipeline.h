@@ -6,6 +6,7 @@
 #pragma once
 
 #include "framework/check/pass.h"
+#include "framework/check/verifier.h"
 
 #include <functional>
 #include <map>
@@ -62,6 +63,23 @@ struct PassRecord {
   double seconds = 0;
 };
 
+/// How the gate verifies the graph after each pass.
+enum class Verification : uint8_t {
+  /// What the pass touched (verify_changes): a walk of the list plus the full checks of
+  /// every touched node; the default.
+  Incremental,
+  /// The whole graph (verify_graph).
+  Full,
+  /// Both, failing when the full verifier finds what the incremental one missed; the
+  /// test suites run this way (ctest sets PASSCHECK_VERIFY=checked).
+  Checked,
+};
+
+/// The gate's verification unless PipelineOptions says otherwise: PASSCHECK_VERIFY
+/// ("incremental", "full" or "checked"), Incremental when unset. Throws PassConfigError
+/// naming the variable for another value.
+Verification default_verification();
+
 struct PipelineOptions {
   /// Called with (pass, graph text) before and after each pass (graph dumps).
   std::function<void(const std::string& when, const std::string& pass, const ir::Graph&)> dump;
@@ -69,6 +87,11 @@ struct PipelineOptions {
   bool check_changed_claim = true;
   /// Run the verifier after every pass (on by default).
   bool verify_each = true;
+  /// How: what the pass touched, the whole graph, or both compared.
+  Verification verification = default_verification();
+  /// The incremental verifier (null: check::verify_changes). Tests plug a known-buggy one
+  /// in here to show the Checked gate catches it.
+  std::function<std::vector<VerifierIssue>(const ir::Graph&, const ChangeSet&)> verify_changes;
   /// Prove with Z3 the claims over indices (sym::Claim::indices: facts about every
   /// element, e.g. fuse-chained-allgathers' view identity) each pass adds to the graph; a
   /// refuted one fails the pipeline naming the claim's subject and the counterexample (on

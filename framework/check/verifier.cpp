@@ -1,8 +1,11 @@
-// The structural verifier (verifier.h). It trusts nothing it checks: node membership
-// is established by walking the list once (so a dangling user pointer is detected
-// before it is dereferenced), definition order by the walk itself rather than by the
-// order keys, and use lists are compared against the operands in both directions.
-// Messages quote the offending node's text and say where a bad operand was defined.
+// The structural verifier (verifier.h). The full verifier trusts nothing it checks: node
+// membership is established by walking the list once (so a dangling user pointer is
+// detected before it is dereferenced), definition order by the walk itself rather than by
+// the order keys, and use lists are compared against the operands in both directions.
+// The incremental verifier (verify_changes) walks the list too, checking what is cheap
+// for every node (membership, order keys, phase order), then trusts the order keys it
+// just checked and runs the full checks on what the change log names. Messages quote the
+// offending node's text and say where a bad operand was defined.
 #include "framework/check/verifier.h"
 
 #include "framework/exec/op_properties.h"
@@ -18,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,9 +39,76 @@ std::string quoted(const Node& n) { return "`" + ir::print_node(n) + "`"; }
 
 bool is_recomputed_duplicate(const Node& n) { return n.meta().custom.count("recomputed_from") > 0; }
 
+// Node -> position in the list, for a million nodes: open addressing over one array
+// (std::unordered_map allocated a bucket node per entry and took a third of the
+// verifier's time). Debian 12's Boost (1.74) predates boost::unordered_flat_map.
+class NodePositions {
+ public:
+  explicit NodePositions(size_t expected) {
+    size_t capacity = 16;
+    while (capacity < expected * 2) capacity <<= 1;
+    keys_.assign(capacity, nullptr);
+    positions_.assign(capacity, 0);
+    mask_ = capacity - 1;
+  }
+  /// False when the node is there already.
+  bool insert(const Node* n, uint32_t position) {
+    for (size_t i = slot(n);; i = (i + 1) & mask_) {
+      if (keys_[i] == n) return false;
+      if (keys_[i] == nullptr) {
+        keys_[i] = n;
+        positions_[i] = position;
+        if (++size_ * 2 > keys_.size()) grow();
+        return true;
+      }
+    }
+  }
+  std::optional<uint32_t> find(const Node* n) const {
+    if (n == nullptr) return std::nullopt;
+    for (size_t i = slot(n);; i = (i + 1) & mask_) {
+      if (keys_[i] == n) return positions_[i];
+      if (keys_[i] == nullptr) return std::nullopt;
+    }
+  }
+
+ private:
+  size_t slot(const Node* n) const {
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(n) >> 4) * 0x9e3779b97f4a7c15ull >> 20) & mask_;
+  }
+  void grow() {
+    std::vector<const Node*> keys = std::move(keys_);
+    std::vector<uint32_t> positions = std::move(positions_);
+    keys_.assign(keys.size() * 2, nullptr);
+    positions_.assign(keys.size() * 2, 0);
+    mask_ = keys_.size() - 1;
+    size_ = 0;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i]) insert(keys[i], positions[i]);
+  }
+  std::vector<const Node*> keys_;
+  std::vector<uint32_t> positions_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+bool any_symbolic(const ir::Arg& a) {
+  if (a.kind == ir::Arg::Kind::Sym) return true;
+  if (a.kind == ir::Arg::Kind::List)
+    for (const ir::Arg& e : a.list)
+      if (any_symbolic(e)) return true;
+  return false;
+}
+
+bool is_functional_collective(const Node& n) {
+  static const std::string wait = "_c10d_functional::wait_tensor";
+  return n.op().rfind("_c10d_functional::", 0) == 0 && n.op() != wait && exec::is_collective(n);
+}
+
+// What both verifiers check, node by node; the full one establishes membership and order
+// from the list, the incremental one from the order keys it checked.
 class Verifier {
  public:
-  explicit Verifier(const ir::Graph& g) : g_(g) {}
+  explicit Verifier(const ir::Graph& g) : g_(g), positions_(g.num_nodes() + 1) {}
 
   std::vector<VerifierIssue> run() {
     collect();
@@ -50,21 +121,81 @@ class Verifier {
     return std::move(issues_);
   }
 
+  std::vector<VerifierIssue> run_changes(const ChangeSet& changes) {
+    if (!walk()) return std::move(issues_);  // the list itself is broken: nothing else is trustworthy
+    std::unordered_set<const Node*> collectives_seen;
+    auto check_collective = [&](const Node* c) {
+      if (is_functional_collective(*c) && collectives_seen.insert(c).second) check_collective_waits(*c);
+    };
+    for (const Node* n : changes.nodes) {
+      if (n->graph() != &g_) {
+        issue("node " + quoted(*n) + " says it belongs to another graph");
+        continue;
+      }
+      const uint8_t bits = n->touched();
+      const bool created = bits & ir::kTouchCreated;
+      if (created || (bits & (ir::kTouchArgs | ir::kTouchMoved))) {
+        for (size_t s = 0; s < n->num_operands(); ++s) {
+          const Value* v = n->operand(s);
+          if (check_operand(*n, s, v) && !listed(v, Use{const_cast<Node*>(n), static_cast<uint32_t>(s)}))
+            missing_use(*n, s, *v);
+          if (v && v->producer() && v->graph() == &g_) check_collective(v->producer());
+        }
+      }
+      if (created || (bits & ir::kTouchArgs)) {
+        check_schema(*n);
+        check_arg_symbols(*n);
+      }
+      if (created || (bits & ir::kTouchMoved))
+        for (const Value* out : n->outputs())
+          for (const Use& u : out->uses())
+            if (!u.is_graph_output() && u.user->graph() == &g_ && !n->is_before(u.user))
+              issue("node " + quoted(*u.user) + ": operand %" + out->name() + " is used before its definition (" +
+                    origin(out) + ", later in the graph)");
+      if (created || (bits & ir::kTouchOutputs)) {
+        for (size_t i = 0; i < n->num_outputs(); ++i) check_output(*n, i);
+        for (const Value* out : n->outputs()) check_value_symbols(out, n);
+      }
+      if (created || (bits & (ir::kTouchUses | ir::kTouchOutputs)))
+        for (const Value* out : n->outputs()) check_value_uses(out);
+      if (created || (bits & (ir::kTouchUses | ir::kTouchArgs))) check_collective(n);
+      if (created || (bits & ir::kTouchMeta)) check_wanted_placements(*n);
+    }
+    if (changes.graph_changes & ir::kGraphInputUses)
+      for (const Value* in : g_.inputs()) check_value_uses(in);
+    check_outputs();
+    return std::move(issues_);
+  }
+
  private:
   void issue(std::string message) { issues_.push_back(VerifierIssue{std::move(message)}); }
 
   // Where a value comes from, for messages.
   std::string origin(const Value* v) const {
     if (v->is_graph_input()) return "graph input %" + v->name();
-    if (all_nodes_.count(v->producer())) return "%" + v->name() + " defined by " + quoted(*v->producer());
+    if (in_graph(v->producer())) return "%" + v->name() + " defined by " + quoted(*v->producer());
     return "%" + v->name() + " (its producer is not in the graph)";
   }
 
+  bool is_input(const Value* v) const {
+    return v->output_index() < g_.inputs().size() && g_.inputs()[v->output_index()] == v;
+  }
+
+  bool in_graph(const Node* n) const {
+    if (trust_order_) return n && n->graph() == &g_;
+    return positions_.find(n).has_value();
+  }
+
+  // The full walk: positions, each node's first operand slot among all slots.
   void collect() {
     size_t index = 0;
     const Node* prev = nullptr;
+    first_slot_.reserve(g_.num_nodes());
     for (const Node* n : g_.nodes()) {
-      if (all_nodes_.emplace(n, total_slots_).second) total_slots_ += n->num_operands();
+      if (positions_.insert(n, static_cast<uint32_t>(first_slot_.size()))) {
+        first_slot_.push_back(total_slots_);
+        total_slots_ += n->num_operands();
+      }
       ++index;
       if (n->graph() != &g_) issue("node " + quoted(*n) + " says it belongs to another graph");
       // Passes rely on is_before; it must agree with the list order.
@@ -75,14 +206,45 @@ class Verifier {
     if (index != g_.num_nodes())
       issue("the graph counts " + std::to_string(g_.num_nodes()) + " nodes but its list holds " +
             std::to_string(index));
-    for (const Value* in : g_.inputs()) input_set_.insert(in);
+  }
+
+  // The incremental walk: the list's own invariants and the per-node metadata rules, then
+  // membership and order come from graph pointers and order keys. False when the list is
+  // broken (a node of another graph, order keys out of order, a wrong count).
+  bool walk() {
+    size_t index = 0;
+    const Node* prev = nullptr;
+    bool sound = true;
+    const Node* first_backward = nullptr;
+    const Node* first_optimizer = nullptr;
+    for (const Node* n : g_.nodes()) {
+      ++index;
+      if (n->graph() != &g_) {
+        issue("node " + quoted(*n) + " says it belongs to another graph");
+        sound = false;
+      }
+      if (prev && !prev->is_before(n)) {
+        issue("node order keys disagree with the list: " + quoted(*prev) + " is not before " + quoted(*n));
+        sound = false;
+      }
+      prev = n;
+      check_meta(*n, first_backward, first_optimizer, /*with_wanted=*/false);
+    }
+    if (index != g_.num_nodes()) {
+      issue("the graph counts " + std::to_string(g_.num_nodes()) + " nodes but its list holds " +
+            std::to_string(index));
+      sound = false;
+    }
+    trust_order_ = sound;
+    return sound;
   }
 
   void check_name(const Value* v) {
-    auto [it, inserted] = names_.emplace(v->name(), v);
-    if (!inserted) issue("value name %" + v->name() + " is used twice (" + origin(it->second) + " and " + origin(v) + ")");
-    if (g_.find_value(v->name()) != v)
-      issue("%" + v->name() + " is not what the graph's name table maps that name to");
+    if (g_.find_value(v->name()) == v) return;
+    // Another value holds the name in the graph's table: the same name twice.
+    const Value* holder = g_.find_value(v->name());
+    if (holder) issue("value name %" + v->name() + " is used twice (" + origin(holder) + " and " + origin(v) + ")");
+    else issue("%" + v->name() + " is not what the graph's name table maps that name to");
   }
 
   void check_inputs() {
@@ -136,7 +298,7 @@ class Verifier {
   // every use of it must be that wait.
   void check_collective_waits(const Node& n) {
     static const std::string wait = "_c10d_functional::wait_tensor";
-    if (n.op().rfind("_c10d_functional::", 0) != 0 || n.op() == wait || !exec::is_collective(n)) return;
+    if (!is_functional_collective(n)) return;
     for (size_t i = 0; i < n.num_outputs(); ++i) {
       const Value* out = n.output(i);
       bool waited = false;
@@ -154,104 +316,116 @@ class Verifier {
     }
   }
 
+  // Operand slot `s` of `n`: in this graph and defined before `n`. True when the operand
+  // is a value of this graph (so its use list can be checked).
+  bool check_operand(const Node& n, size_t s, const Value* v) {
+    if (v == nullptr) {
+      issue("node " + quoted(n) + ": operand " + std::to_string(s) + " is null");
+      return false;
+    }
+    if (v->graph() != &g_) {
+      issue("node " + quoted(n) + ": operand %" + v->name() + " belongs to another graph");
+      return false;
+    }
+    if (v->is_graph_input()) {
+      if (!is_input(v)) issue("node " + quoted(n) + ": operand %" + v->name() + " is not a graph input");
+      return true;
+    }
+    if (!in_graph(v->producer())) {
+      issue("node " + quoted(n) + ": operand " + origin(v));
+      return false;
+    }
+    const bool before = trust_order_ ? v->producer()->is_before(&n) : *positions_.find(v->producer()) < current_;
+    if (!before)
+      issue("node " + quoted(n) + ": operand %" + v->name() + " is used before its definition (" + origin(v) +
+            ", later in the graph)");
+    return true;
+  }
+
+  void check_output(const Node& n, size_t i) {
+    const Value* out = n.output(i);
+    if (out->producer() != &n || out->output_index() != i)
+      issue("node " + quoted(n) + ": output %" + out->name() + " does not name this node as its producer");
+    if (out->graph() != &g_) issue("node " + quoted(n) + ": output %" + out->name() + " belongs to another graph");
+    check_name(out);
+    check_placements(out);
+  }
+
   void check_nodes() {
-    std::unordered_set<const Node*> defined;
     const Node* first_backward = nullptr;
     const Node* first_optimizer = nullptr;
+    current_ = 0;
     for (const Node* n : g_.nodes()) {
-      for (size_t s = 0; s < n->num_operands(); ++s) {
-        const Value* v = n->operand(s);
-        if (v == nullptr) {
-          issue("node " + quoted(*n) + ": operand " + std::to_string(s) + " is null");
-          continue;
-        }
-        if (v->graph() != &g_) {
-          issue("node " + quoted(*n) + ": operand %" + v->name() + " belongs to another graph");
-          continue;
-        }
-        if (v->is_graph_input()) {
-          if (!input_set_.count(v)) issue("node " + quoted(*n) + ": operand %" + v->name() + " is not a graph input");
-        } else if (!all_nodes_.count(v->producer())) {
-          issue("node " + quoted(*n) + ": operand " + origin(v));
-        } else if (!defined.count(v->producer())) {
-          issue("node " + quoted(*n) + ": operand %" + v->name() + " is used before its definition (" + origin(v) +
-                ", later in the graph)");
-        }
-      }
-      for (size_t i = 0; i < n->num_outputs(); ++i) {
-        const Value* out = n->output(i);
-        if (out->producer() != n || out->output_index() != i)
-          issue("node " + quoted(*n) + ": output %" + out->name() + " does not name this node as its producer");
-        if (out->graph() != &g_) issue("node " + quoted(*n) + ": output %" + out->name() + " belongs to another graph");
-        check_name(out);
-        check_placements(out);
-      }
+      for (size_t s = 0; s < n->num_operands(); ++s) check_operand(*n, s, n->operand(s));
+      for (size_t i = 0; i < n->num_outputs(); ++i) check_output(*n, i);
       check_collective_waits(*n);
-      check_meta(*n, first_backward, first_optimizer);
-      defined.insert(n);
+      check_meta(*n, first_backward, first_optimizer, /*with_wanted=*/true);
+      ++current_;
     }
   }
 
-  void check_meta(const Node& n, const Node*& first_backward, const Node*& first_optimizer) {
+  void check_meta(const Node& n, const Node*& first_backward, const Node*& first_optimizer, bool with_wanted) {
     const ir::NodeMeta& m = n.meta();
     if (m.ac_region_id && *m.ac_region_id < 0)
       issue("node " + quoted(n) + ": ac_region " + std::to_string(*m.ac_region_id) + " is negative");
-    bool duplicate = is_recomputed_duplicate(n);
-    bool forward_like = m.phase == Phase::Forward || m.phase == Phase::Loss;
+    const bool forward_like = m.phase == Phase::Forward || m.phase == Phase::Loss;
     // Rematerialized duplicates are backward nodes that keep their original's policy.
-    if (m.recompute != ir::RecomputePolicy::Unset && !forward_like && !duplicate)
+    // (The duplicate test is a map lookup: asked only where it decides something.)
+    if (m.recompute != ir::RecomputePolicy::Unset && !forward_like && !is_recomputed_duplicate(n))
       issue("node " + quoted(n) + ": recompute policy " + ir::to_string(m.recompute) + " on a " +
             ir::to_string(m.phase) + " node (only forward and loss nodes carry one)");
-    if (forward_like && first_backward && !duplicate)
+    if (forward_like && first_backward && !is_recomputed_duplicate(n))
       issue("node " + quoted(n) + ": " + ir::to_string(m.phase) + " node after the first backward node " +
             quoted(*first_backward));
     if (m.phase == Phase::Backward && first_optimizer)
       issue("node " + quoted(n) + ": backward node after the optimizer node " + quoted(*first_optimizer));
-    check_wanted_placements(n);
+    if (with_wanted) check_wanted_placements(n);
     if (m.phase == Phase::Backward && !first_backward) first_backward = &n;
     if (m.phase == Phase::Optimizer && !first_optimizer) first_optimizer = &n;
   }
 
-  // Symbolic shapes and integers name declared symbols, and the concrete sizes and
-  // strides a value carries are its symbolic ones evaluated at the hints: executors and
-  // memory estimates read the concrete ones.
+  void check_declared(const sym::Expr& e, const std::string& where) {
+    const ir::Graph& top = *g_.root();
+    for (const std::string& name : e.free_symbols())
+      if (!top.find_symbol(name)) issue(where + ": undeclared symbol " + name + " in " + e.to_string());
+  }
+
+  // Symbolic shapes name declared symbols, and the concrete sizes and strides a value
+  // carries are its symbolic ones evaluated at the hints.
+  void check_value_symbols(const Value* v, const Node* producer) {
+    if (!v->meta() || !v->meta()->is_symbolic()) return;
+    const std::string where = producer ? "node " + quoted(*producer) : "graph input %" + v->name();
+    const ir::TensorMeta& m = *v->meta();
+    if (m.sym_sizes.size() != m.sizes.size() || m.sym_strides.size() != m.strides.size()) {
+      issue(where + ": symbolic and concrete shapes of %" + v->name() + " differ in rank");
+      return;
+    }
+    if (!hints_) hints_ = g_.root()->symbol_hints();
+    for (size_t d = 0; d < m.sizes.size(); ++d) {
+      check_declared(m.sym_sizes[d], where);
+      check_declared(m.sym_strides[d], where);
+      auto size = sym::evaluate(m.sym_sizes[d], *hints_);
+      auto stride = sym::evaluate(m.sym_strides[d], *hints_);
+      if ((size && *size != m.sizes[d]) || (stride && *stride != m.strides[d]))
+        issue(where + ": %" + v->name() + " dimension " + std::to_string(d) + " is sym(" +
+              m.sym_sizes[d].to_string() + ") but its concrete size at the hints is " + std::to_string(m.sizes[d]));
+    }
+  }
+
+  void check_arg_symbols(const Node& n) {
+    for (const ir::Arg& a : n.args())
+      if (any_symbolic(a)) a.for_each_symbolic([&](const sym::Expr& e) { check_declared(e, "node " + quoted(n)); });
+  }
+
   void check_symbols() {
     // A subgraph names the symbols of the top graph it belongs to.
     const ir::Graph& top = *g_.root();
     for (const sym::Symbol& s : g_.symbols())
       if (!s.hint_admissible()) issue("symbol " + s.to_string() + ": the hint is not admissible");
-    const std::map<std::string, int64_t> hints = top.symbol_hints();
-    auto check_declared = [&](const sym::Expr& e, const std::string& where) {
-      for (const std::string& name : e.free_symbols())
-        if (!top.find_symbol(name)) issue(where + ": undeclared symbol " + name + " in " + e.to_string());
-    };
-    auto check_meta = [&](const Value* v, const std::string& where) {
-      if (!v->meta() || !v->meta()->is_symbolic()) return;
-      const ir::TensorMeta& m = *v->meta();
-      if (m.sym_sizes.size() != m.sizes.size() || m.sym_strides.size() != m.strides.size()) {
-        issue(where + ": symbolic and concrete shapes of %" + v->name() + " differ in rank");
-        return;
-      }
-      for (size_t d = 0; d < m.sizes.size(); ++d) {
-        check_declared(m.sym_sizes[d], where);
-        check_declared(m.sym_strides[d], where);
-        auto size = sym::evaluate(m.sym_sizes[d], hints);
-        auto stride = sym::evaluate(m.sym_strides[d], hints);
-        if ((size && *size != m.sizes[d]) || (stride && *stride != m.strides[d]))
-          issue(where + ": %" + v->name() + " dimension " + std::to_string(d) + " is sym(" +
-                m.sym_sizes[d].to_string() + ") but its concrete size at the hints is " + std::to_string(m.sizes[d]));
-      }
-    };
-    // The message prefix prints the node: built only for a symbolic value (printing every
-    // node here took a quarter of the verifier's time on graphs without symbols).
-    auto is_symbolic = [](const Value* v) { return v->meta() && v->meta()->is_symbolic(); };
-    for (const Value* in : g_.inputs())
-      if (is_symbolic(in)) check_meta(in, "graph input %" + in->name());
+    for (const Value* in : g_.inputs()) check_value_symbols(in, nullptr);
     for (const Node* n : g_.nodes()) {
-      for (const ir::Arg& a : n->args())
-        a.for_each_symbolic([&](const sym::Expr& e) { check_declared(e, "node " + quoted(*n)); });
-      for (const Value* out : n->outputs())
-        if (is_symbolic(out)) check_meta(out, "node " + quoted(*n));
+      check_arg_symbols(*n);
+      for (const Value* out : n->outputs()) check_value_symbols(out, n);
     }
     for (const sym::Claim& c : g_.claims()) {
       const std::string where = "claim " + c.kind + " on " + c.subject;
@@ -267,18 +441,23 @@ class Verifier {
 
   // Arguments the operator's schema cannot take (exec/arg_check.h), located in the
   // source text when there is one. Unknown operators are left to the executor, which
-  // names them; passes and tests may use operators only they define.
-  void check_schemas() {
-    for (const Node* n : g_.nodes()) {
-      std::optional<c10::OperatorHandle> op = exec::find_operator(n->op());
-      if (!op) {
-        if (std::optional<exec::ArgumentProblem> refused = exec::refusal(*n, nullptr))
-          issue(n->source_line > 0 ? exec::located(*n, *refused) : "node " + quoted(*n) + ": " + refused->message);
-        continue;
-      }
-      for (const exec::ArgumentProblem& p : exec::check_arguments(*n, op->schema()))
-        issue(n->source_line > 0 ? exec::located(*n, p) : "node " + quoted(*n) + ": " + p.message);
+  // names them; passes and tests may use operators only they define. Operators are
+  // looked up once per name.
+  void check_schema(const Node& n) {
+    auto [it, fresh] = operators_.try_emplace(n.op());
+    if (fresh) it->second = exec::find_operator(n.op());
+    const std::optional<c10::OperatorHandle>& op = it->second;
+    if (!op) {
+      if (std::optional<exec::ArgumentProblem> refused = exec::refusal(n, nullptr))
+        issue(n.source_line > 0 ? exec::located(n, *refused) : "node " + quoted(n) + ": " + refused->message);
+      return;
     }
+    for (const exec::ArgumentProblem& p : exec::check_arguments(n, op->schema()))
+      issue(n.source_line > 0 ? exec::located(n, p) : "node " + quoted(n) + ": " + p.message);
+  }
+
+  void check_schemas() {
+    for (const Node* n : g_.nodes()) check_schema(*n);
   }
 
   // Every use recorded on a value must point at an operand slot (or graph output)
@@ -295,7 +474,7 @@ class Verifier {
         if (u.slot >= g_.outputs().size() || g_.outputs()[u.slot] != v)
           issue("%" + v->name() + " lists a use as graph output " + std::to_string(u.slot) +
                 " but that output is not %" + v->name());
-      } else if (!all_nodes_.count(u.user)) {
+      } else if (!in_graph(u.user)) {
         issue("%" + v->name() + " lists a use by a node that is not in the graph");
         continue;
       } else {
@@ -309,14 +488,23 @@ class Verifier {
     }
   }
 
-  // Looked up in an index of every use list: scanning the list per operand was
-  // quadratic in the uses of one value (a million references to %x took minutes). The
-  // index is a flat array over every operand slot and graph output naming the value that
-  // lists it (a std::set of triples cost a log-time lookup and an allocation per use);
-  // what a well-formed graph never has (a slot listed by two values, a use of a node
-  // outside the graph, a slot out of range) goes to a small overflow set.
-  bool has_use(const Value* v, const Use& use) const {
-    if (indexed_values_.count(v)) {
+  // Whether `v` lists `use`. The full verifier looks it up in an index of every use list
+  // (scanning the list per operand was quadratic in the uses of one value: a million
+  // references to %x took minutes); the index is a flat array over every operand slot and
+  // graph output naming the value that lists it, and what a well-formed graph never has
+  // (a slot listed by two values, a use of a node outside the graph, a slot out of range)
+  // goes to a small overflow set. The incremental verifier scans short lists and indexes
+  // long ones once.
+  bool listed(const Value* v, const Use& use) {
+    if (!indexed_) {
+      const std::vector<Use>& uses = v->uses();
+      if (uses.size() <= 32) return std::find(uses.begin(), uses.end(), use) != uses.end();
+      auto [it, fresh] = long_lists_.try_emplace(v);
+      if (fresh)
+        for (const Use& u : uses) it->second.insert({u.user, u.slot});
+      return it->second.count({use.user, use.slot}) > 0;
+    }
+    if (v->is_graph_input() ? is_input(v) : in_graph(v->producer())) {
       if (const std::optional<size_t> at = listed_index(use); at && listed_by_[*at] == v) return true;
       return overflow_uses_.count({v, use.user, use.slot}) > 0;
     }
@@ -325,19 +513,23 @@ class Verifier {
     return false;
   }
 
+  void missing_use(const Node& n, size_t s, const Value& v) {
+    issue("node " + quoted(n) + ": operand " + std::to_string(s) + " (%" + v.name() +
+          ") is missing from that value's use list");
+  }
+
   // Position of an operand slot or graph output in listed_by_; nullopt outside the graph.
   std::optional<size_t> listed_index(const Use& use) const {
     if (use.is_graph_output())
       return use.slot < g_.outputs().size() ? std::optional<size_t>(total_slots_ + use.slot) : std::nullopt;
-    auto it = all_nodes_.find(use.user);
-    if (it == all_nodes_.end() || use.slot >= use.user->num_operands()) return std::nullopt;
-    return it->second + use.slot;
+    const std::optional<uint32_t> position = positions_.find(use.user);
+    if (!position || use.slot >= use.user->num_operands()) return std::nullopt;
+    return first_slot_[*position] + use.slot;
   }
 
   void index_use_lists() {
     listed_by_.assign(total_slots_ + g_.outputs().size(), nullptr);
     auto add = [&](const Value* v) {
-      indexed_values_.insert(v);
       for (const Use& u : v->uses()) {
         const std::optional<size_t> at = listed_index(u);
         if (at && (listed_by_[*at] == nullptr || listed_by_[*at] == v)) listed_by_[*at] = v;
@@ -347,19 +539,27 @@ class Verifier {
     for (const Value* in : g_.inputs()) add(in);
     for (const Node* n : g_.nodes())
       for (const Value* out : n->outputs()) add(out);
+    indexed_ = true;
   }
 
   void check_use_lists() {
     index_use_lists();
     for (const Value* in : g_.inputs()) check_value_uses(in);
+    size_t position = 0;
     for (const Node* n : g_.nodes()) {
       for (const Value* out : n->outputs()) check_value_uses(out);
+      // A node listed twice has one position: look the slots up through the index then.
+      const std::optional<uint32_t> at = positions_.find(n);
+      const bool first_visit = at && *at == position;
       for (size_t s = 0; s < n->num_operands(); ++s) {
         const Value* v = n->operand(s);
-        if (v && !has_use(v, Use{const_cast<Node*>(n), static_cast<uint32_t>(s)}))
-          issue("node " + quoted(*n) + ": operand " + std::to_string(s) + " (%" + v->name() +
-                ") is missing from that value's use list");
+        if (!v) continue;
+        const bool found = first_visit && listed_by_[first_slot_[*at] + s] == v
+                               ? true
+                               : listed(v, Use{const_cast<Node*>(n), static_cast<uint32_t>(s)});
+        if (!found) missing_use(*n, s, *v);
       }
+      ++position;
     }
   }
 
@@ -370,30 +570,54 @@ class Verifier {
         issue("graph output " + std::to_string(i) + " is null");
         continue;
       }
-      bool belongs = v->graph() == &g_ && (v->is_graph_input() ? input_set_.count(v) > 0
-                                                                : all_nodes_.count(v->producer()) > 0);
+      bool belongs = v->graph() == &g_ && (v->is_graph_input() ? is_input(v) : in_graph(v->producer()));
       if (!belongs) {
         issue("graph output " + std::to_string(i) + " (%" + v->name() + ") is not defined in this graph");
         continue;
       }
-      if (!has_use(v, Use{nullptr, static_cast<uint32_t>(i)}))
+      if (!listed(v, Use{nullptr, static_cast<uint32_t>(i)}))
         issue("graph output " + std::to_string(i) + " (%" + v->name() + ") is missing from that value's use list");
     }
   }
 
   const ir::Graph& g_;
   std::vector<VerifierIssue> issues_;
-  /// Every node, with the index of its first operand slot among all slots in list order.
-  std::unordered_map<const Node*, size_t> all_nodes_;
+  /// Full verifier: every node's position in the list and the index of its first operand
+  /// slot among all slots in list order.
+  NodePositions positions_;
+  std::vector<size_t> first_slot_;
   size_t total_slots_ = 0;
-  std::unordered_set<const Value*> input_set_;
-  std::unordered_map<std::string, const Value*> names_;
+  size_t current_ = 0;  ///< position of the node check_nodes is at
+  /// Incremental verifier: the walk found the list sound, so graph pointers and order
+  /// keys stand for membership and order.
+  bool trust_order_ = false;
+  bool indexed_ = false;
   std::vector<const Value*> listed_by_;
   std::set<std::tuple<const Value*, const Node*, uint32_t>> overflow_uses_;
-  std::unordered_set<const Value*> indexed_values_;
+  std::unordered_map<const Value*, std::set<std::pair<const Node*, uint32_t>>> long_lists_;
+  std::unordered_map<std::string, std::optional<c10::OperatorHandle>> operators_;
+  std::optional<std::map<std::string, int64_t>> hints_;
 };
 
 }  // namespace
+
+ChangeSet changes_of(const ir::Graph& graph) {
+  ChangeSet changes;
+  changes.graph_changes = graph.graph_changes();
+  changes.nodes.reserve(graph.touched_nodes().size());
+  for (const Node* n : graph.touched_nodes())
+    if (n) changes.nodes.push_back(n);
+  return changes;
+}
+
+std::vector<VerifierIssue> verify_changes(const ir::Graph& graph, const ChangeSet& changes) {
+  // What the walk and the touched nodes cannot see: a nest (bodies and calls), the
+  // graph's declarations of inputs, symbols and claims, its mesh.
+  constexpr uint8_t kWholeGraph = ir::kGraphInputs | ir::kGraphSymbols | ir::kGraphMesh | ir::kGraphSubgraphs;
+  if (graph.has_subgraphs() || graph.root() != &graph || (changes.graph_changes & kWholeGraph))
+    return verify_graph(graph);
+  return Verifier(graph).run_changes(changes);
+}
 
 std::vector<VerifierIssue> verify_graph(const ir::Graph& graph) {
   std::vector<VerifierIssue> issues = Verifier(graph).run();
@@ -437,7 +661,9 @@ bool same_declaration(const ir::Value& a, const ir::Value& b) {
 
 }  // namespace
 
-std::vector<VerifierIssue> verify_module(const ir::Module& m) {
+namespace {
+
+std::vector<VerifierIssue> check_module(const ir::Module& m, bool with_graphs) {
   std::vector<VerifierIssue> issues;
   auto issue = [&](const std::string& message) { issues.push_back(VerifierIssue{message}); };
   std::map<std::string, const ir::Value*> module_inputs;  // first declaration of each
@@ -452,7 +678,8 @@ std::vector<VerifierIssue> verify_module(const ir::Module& m) {
       issue(where + " has no graph");
       continue;
     }
-    for (VerifierIssue& i : verify_graph(*part.graph)) issue(where + ": " + i.message);
+    if (with_graphs)
+      for (VerifierIssue& i : verify_graph(*part.graph)) issue(where + ": " + i.message);
     const auto& inputs = part.graph->inputs();
     if (part.capture) {
       const auto& st = part.capture->static_inputs;
@@ -511,5 +738,11 @@ std::vector<VerifierIssue> verify_module(const ir::Module& m) {
   }
   return issues;
 }
+
+}  // namespace
+
+std::vector<VerifierIssue> verify_module(const ir::Module& module) { return check_module(module, true); }
+
+std::vector<VerifierIssue> verify_module_links(const ir::Module& module) { return check_module(module, false); }
 
 }  // namespace passcheck::check

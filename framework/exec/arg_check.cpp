@@ -238,6 +238,7 @@ std::vector<ArgumentProblem> check_arguments(const ir::Node& node, const c10::Fu
                                           " arguments but " + std::to_string(node.num_args()) + " were given"});
     return problems;
   }
+  const std::string op_name = node.op_name();
   for (size_t i = 0; i < schema_args.size(); ++i) {
     const c10::Argument& schema_arg = schema_args[i];
     if (i >= node.num_args()) {
@@ -245,7 +246,7 @@ std::vector<ArgumentProblem> check_arguments(const ir::Node& node, const c10::Fu
         problems.push_back({std::nullopt, "missing argument '" + schema_arg.name() + "' of " + node.op()});
       continue;
     }
-    std::string problem = ArgChecker(schema_arg, node.op_name()).check(node.arg(i));
+    std::string problem = ArgChecker(schema_arg, op_name).check(node.arg(i));
     if (!problem.empty())
       problems.push_back({i, node.op() + " argument '" + schema_arg.name() + "': " + problem});
   }

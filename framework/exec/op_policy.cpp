@@ -3,15 +3,17 @@
 // documents itself as unchecked.
 #include "framework/exec/op_policy.h"
 
+#include <string_view>
+
 namespace passcheck::exec {
 
 namespace {
 
 constexpr const char* kUnsafeArgument = "*(unsafe=True)";
 
-bool matches(const std::string& op, const char* pattern) {
-  std::string p(pattern);
-  if (p.size() > 3 && p.compare(p.size() - 3, 3, "::*") == 0) return op.compare(0, p.size() - 1, p, 0, p.size() - 1) == 0;
+// Views, not strings: the verifier and the executor ask this of every node.
+bool matches(std::string_view op, std::string_view p) {
+  if (p.size() > 3 && p.substr(p.size() - 3) == "::*") return op.substr(0, p.size() - 1) == p.substr(0, p.size() - 1);
   return op == p;
 }
 
@@ -45,10 +47,10 @@ const std::vector<RefusedOperator>& refused_operators() {
 }
 
 std::optional<ArgumentProblem> refusal(const ir::Node& node, const c10::FunctionSchema* schema) {
-  const std::string op = node.op_name();
+  const std::string_view op = std::string_view(node.op()).substr(0, node.op().find('.'));
   for (const RefusedOperator& row : refused_operators()) {
     if (row.pattern == kUnsafeArgument || !matches(op, row.pattern)) continue;
-    return ArgumentProblem{std::nullopt, op + " is refused (" + row.effect + "): it " + row.reason +
+    return ArgumentProblem{std::nullopt, std::string(op) + " is refused (" + row.effect + "): it " + row.reason +
                                              "; a graph may not reach outside passcheck's process (docs/security.md)"};
   }
   if (schema == nullptr) return std::nullopt;
@@ -56,7 +58,7 @@ std::optional<ArgumentProblem> refusal(const ir::Node& node, const c10::Function
   for (size_t i = 0; i < args.size() && i < node.num_args(); ++i) {
     const ir::Arg& a = node.arg(i);
     if (args[i].name() == "unsafe" && a.kind == ir::Arg::Kind::Bool && a.b)
-      return ArgumentProblem{i, op + " argument 'unsafe': True is refused (unchecked): it skips the operator's "
+      return ArgumentProblem{i, std::string(op) + " argument 'unsafe': True is refused (unchecked): it skips the operator's "
                                      "bounds checks, so the graph's indices could read and write out of bounds "
                                      "(docs/security.md)"};
   }

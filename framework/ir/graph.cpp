@@ -107,6 +107,27 @@ void Value::remove_use(const Use& use) {
   if (it == uses_.end()) throw IrError("internal: use of %" + name_ + " not found");
   *it = uses_.back();
   uses_.pop_back();
+  touch_uses();
+}
+
+void Value::touch_declaration() {
+  if (producer_) graph_->touch(producer_, kTouchOutputs);
+  else graph_->graph_changes_ |= kGraphInputs;
+}
+
+void Value::touch_uses() {
+  if (producer_) graph_->touch(producer_, kTouchUses);
+  else graph_->graph_changes_ |= kGraphInputUses;
+}
+
+void Value::set_meta(std::optional<TensorMeta> meta) {
+  meta_ = std::move(meta);
+  touch_declaration();
+}
+
+void Value::set_placements(std::vector<Placement> placements) {
+  placements_ = std::move(placements);
+  touch_declaration();
 }
 
 void Value::replace_all_uses_with(Value* other) {
@@ -118,10 +139,18 @@ void Value::replace_uses_if(Value* other, const std::function<bool(const Use&)>&
   std::vector<Use> keep;
   std::vector<Use> moved;
   for (const Use& u : uses_) (pred(u) ? moved : keep).push_back(u);
+  if (moved.empty()) return;
   uses_ = std::move(keep);
+  touch_uses();
+  other->touch_uses();
   for (const Use& u : moved) {
-    if (u.is_graph_output()) graph_->outputs_[u.slot] = other;
-    else u.user->slots_[u.slot]->value = other;
+    if (u.is_graph_output()) {
+      graph_->outputs_[u.slot] = other;
+      graph_->graph_changes_ |= kGraphOutputs;
+    } else {
+      u.user->slots_[u.slot]->value = other;
+      graph_->touch(u.user, kTouchArgs);
+    }
     other->uses_.push_back(u);
   }
 }
@@ -129,6 +158,11 @@ void Value::replace_uses_if(Value* other, const std::function<bool(const Use&)>&
 // ---- Node ---------------------------------------------------------------------------
 
 Node::~Node() = default;
+
+NodeMeta& Node::mutable_meta() {
+  graph_->touch(this, kTouchMeta);
+  return meta_;
+}
 
 std::string Node::op_name() const {
   auto dot = op_.find('.');
@@ -182,7 +216,12 @@ void Node::rebuild_slots() {
     }
   };
   for (Arg& a : args_) visit(a);
-  for (size_t i = 0; i < slots_.size(); ++i) slots_[i]->value->uses_.push_back(Use{this, static_cast<uint32_t>(i)});
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Value* v = slots_[i]->value;
+    v->uses_.push_back(Use{this, static_cast<uint32_t>(i)});
+    v->touch_uses();
+  }
+  graph_->touch(this, kTouchArgs);
 }
 
 void Node::set_args(std::vector<Arg> args) {
@@ -205,6 +244,8 @@ void Node::replace_operand(size_t slot, Value* v) {
   old->remove_use(Use{this, static_cast<uint32_t>(slot)});
   slots_[slot]->value = v;
   v->uses_.push_back(Use{this, static_cast<uint32_t>(slot)});
+  v->touch_uses();
+  graph_->touch(this, kTouchArgs);
 }
 
 Value* Node::add_output(ValueType type, std::optional<TensorMeta> meta, const std::string& name_hint) {
@@ -212,6 +253,7 @@ Value* Node::add_output(ValueType type, std::optional<TensorMeta> meta, const st
   Value* v = outputs_.back().get();
   output_ptrs_.push_back(v);
   graph_->register_name(v, name_hint.empty() ? op_base() : name_hint);
+  graph_->touch(this, kTouchOutputs);
   return v;
 }
 
@@ -225,6 +267,7 @@ void Node::move_before(Node* anchor) {
   if (anchor == this) return;
   graph_->unlink(this);
   graph_->link_before(this, anchor);
+  graph_->touch(this, kTouchMoved);
 }
 
 void Node::move_after(Node* anchor) {
@@ -232,6 +275,7 @@ void Node::move_after(Node* anchor) {
   if (anchor == this) return;
   graph_->unlink(this);
   graph_->link_before(this, anchor->next_);
+  graph_->touch(this, kTouchMoved);
 }
 
 // ---- Graph --------------------------------------------------------------------------
@@ -254,6 +298,7 @@ Value* Graph::add_input(const std::string& name, ValueType type, std::optional<T
   v->role_ = role;
   inputs_.push_back(v);
   register_name(v, name);
+  graph_changes_ |= kGraphInputs;
   return v;
 }
 
@@ -261,6 +306,8 @@ void Graph::add_output(Value* v) {
   if (v->graph_ != this) throw IrError("output %" + v->name() + " belongs to another graph");
   outputs_.push_back(v);
   v->uses_.push_back(Use{nullptr, static_cast<uint32_t>(outputs_.size() - 1)});
+  v->touch_uses();
+  graph_changes_ |= kGraphOutputs;
 }
 
 void Graph::set_output(size_t i, Value* v) {
@@ -268,6 +315,8 @@ void Graph::set_output(size_t i, Value* v) {
   old->remove_use(Use{nullptr, static_cast<uint32_t>(i)});
   outputs_[i] = v;
   v->uses_.push_back(Use{nullptr, static_cast<uint32_t>(i)});
+  v->touch_uses();
+  graph_changes_ |= kGraphOutputs;
 }
 
 Node* Graph::create(const std::string& op, std::vector<Arg> args, Node* insert_before) {
@@ -277,6 +326,7 @@ Node* Graph::create(const std::string& op, std::vector<Arg> args, Node* insert_b
   node->rebuild_slots();
   link_before(node, insert_before);
   ++num_nodes_;
+  touch(node, kTouchCreated);
   return node;
 }
 
@@ -290,7 +340,7 @@ Node* Graph::clone_node(const Node& src, const std::function<Value*(Value*)>& ma
   };
   for (Arg& a : args) remap(a);
   Node* node = create(src.op_, std::move(args), insert_before);
-  node->meta_ = src.meta_;
+  node->meta_ = src.meta_;  // the node is new: already touched
   for (const auto& out : src.outputs_)
     node->add_output(out->type_, out->meta_, out->name_ + name_suffix)->placements_ = out->placements_;
   return node;
@@ -305,6 +355,7 @@ void Graph::erase(Node* node) {
   for (const auto& out : node->outputs_) forget_name(out.get());
   unlink(node);
   --num_nodes_;
+  if (node->touched_) touched_nodes_[node->touched_slot_] = nullptr;
   delete node;
 }
 
@@ -391,7 +442,10 @@ void Graph::renumber() {
 }
 
 namespace {
-bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+// ASCII only, without the locale lookup of std::isalnum: every name goes through here.
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+}
 
 std::string sanitize(const std::string& base) {
   std::string out;
@@ -413,9 +467,22 @@ std::string Graph::unique_name(const std::string& base) {
   return candidate;
 }
 
+namespace {
+bool is_clean_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) || name[0] == '.') return false;
+  return std::all_of(name.begin(), name.end(), is_name_char);
+}
+}  // namespace
+
 void Graph::register_name(Value* v, const std::string& hint) {
+  // A clean, free name (every name a parser or clone() gives) costs one lookup.
+  if (is_clean_name(hint) && !names_.count(hint)) {
+    v->name_ = hint;
+    names_.emplace(v->name_, v);
+    return;
+  }
   v->name_ = unique_name(hint);
-  names_[v->name_] = v;
+  names_.emplace(v->name_, v);
 }
 
 void Graph::forget_name(Value* v) {
@@ -430,10 +497,11 @@ void Graph::rename(Value* v, const std::string& name) {
   if (sanitize(name) != name) throw IrError("invalid value name '" + name + "'");
   forget_name(v);
   v->name_ = name;
-  names_[name] = v;
+  names_.emplace(v->name_, v);
+  v->touch_declaration();
 }
 
-Value* Graph::find_value(const std::string& name) const {
+Value* Graph::find_value(std::string_view name) const {
   auto it = names_.find(name);
   return it == names_.end() ? nullptr : it->second;
 }
@@ -441,6 +509,8 @@ Value* Graph::find_value(const std::string& name) const {
 std::unique_ptr<Graph> Graph::clone() const {
   auto g = std::make_unique<Graph>();
   std::unordered_map<const Value*, Value*> map;
+  map.reserve(names_.size());
+  g->names_.reserve(names_.size());
   for (Value* in : inputs_) {
     Value* c = g->add_input(in->name_, in->type_, in->meta_, in->role_);
     c->placements_ = in->placements_;
@@ -479,6 +549,7 @@ Graph* Graph::add_subgraph(const std::string& name, std::unique_ptr<Graph> body)
   body->subgraph_name_ = name;
   Graph* raw = body.get();
   top->subgraphs_.emplace(name, std::move(body));
+  top->graph_changes_ |= kGraphSubgraphs;
   return raw;
 }
 
@@ -488,14 +559,20 @@ Graph* Graph::find_subgraph(const std::string& name) const {
   return it == top->subgraphs_.end() ? nullptr : it->second.get();
 }
 
-bool Graph::remove_subgraph(const std::string& name) { return root()->subgraphs_.erase(name) > 0; }
+bool Graph::remove_subgraph(const std::string& name) {
+  Graph* top = root();
+  top->graph_changes_ |= kGraphSubgraphs;
+  return top->subgraphs_.erase(name) > 0;
+}
 
 void Graph::add_symbol(const sym::Symbol& symbol) {
   if (find_symbol(symbol.name)) throw IrError("symbol " + symbol.name + " is declared twice");
   symbols_.push_back(symbol);
+  graph_changes_ |= kGraphSymbols;
 }
 
 void Graph::remove_symbol(const std::string& name) {
+  graph_changes_ |= kGraphSymbols;
   symbols_.erase(std::remove_if(symbols_.begin(), symbols_.end(),
                                 [&](const sym::Symbol& s) { return s.name == name; }),
                  symbols_.end());
@@ -514,6 +591,13 @@ std::map<std::string, int64_t> Graph::symbol_hints() const {
 }
 
 std::string Graph::print() const { return print_graph(*this); }
+
+void Graph::clear_changes() {
+  for (Node* n : touched_nodes_)
+    if (n) n->touched_ = 0;
+  touched_nodes_.clear();
+  graph_changes_ = 0;
+}
 
 size_t retarget_device(Graph& graph, c10::Device from, c10::Device to) {
   size_t changed = 0;
@@ -553,14 +637,5 @@ size_t retarget_device(Graph& graph, c10::Device from, c10::Device to) {
   return changed;
 }
 
-uint64_t Graph::hash() const {
-  // FNV-1a over the text form: stable across runs and platforms.
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : print()) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 }  // namespace passcheck::ir

@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +28,27 @@ namespace passcheck::ir {
 class Graph;
 class Node;
 class Value;
+
+/// What a change did to a node, as bits of Node::touched() (framework/check's incremental
+/// verifier re-checks exactly what these name).
+enum TouchBits : uint8_t {
+  kTouchCreated = 1,  ///< the node is new
+  kTouchArgs = 2,     ///< its arguments or an operand changed
+  kTouchMeta = 4,     ///< its NodeMeta was handed out for writing
+  kTouchMoved = 8,    ///< it moved in the list
+  kTouchOutputs = 16, ///< an output was added, renamed, or got new metadata or placements
+  kTouchUses = 32,    ///< the use list of one of its outputs changed
+};
+
+/// What a change did to the graph itself, as bits of Graph::graph_changes().
+enum GraphChangeBits : uint8_t {
+  kGraphInputs = 1,     ///< an input was added, or an input's metadata, placements or name changed
+  kGraphInputUses = 2,  ///< the use list of an input changed
+  kGraphOutputs = 4,    ///< an output was added or replaced
+  kGraphSymbols = 8,    ///< symbols or claims may have changed
+  kGraphMesh = 16,      ///< the mesh changed
+  kGraphSubgraphs = 32, ///< a subgraph was added or removed
+};
 
 /// Kind of data a Value holds at run time.
 enum class ValueType : uint8_t { Tensor, Int, Float, Bool, None };
@@ -107,10 +129,10 @@ class Value {
   InputRole role() const { return role_; }
   ValueType type() const { return type_; }
   const std::optional<TensorMeta>& meta() const { return meta_; }
-  void set_meta(std::optional<TensorMeta> meta) { meta_ = std::move(meta); }
+  void set_meta(std::optional<TensorMeta> meta);
   /// Placement on each dim of the graph's mesh (empty: none recorded).
   const std::vector<Placement>& placements() const { return placements_; }
-  void set_placements(std::vector<Placement> placements) { placements_ = std::move(placements); }
+  void set_placements(std::vector<Placement> placements);
   const std::vector<Use>& uses() const { return uses_; }
   bool has_uses() const { return !uses_.empty(); }
   Graph* graph() const { return graph_; }
@@ -130,6 +152,10 @@ class Value {
   Value(Graph* g, Node* producer, size_t index, ValueType type, std::optional<TensorMeta> meta)
       : graph_(g), producer_(producer), output_index_(index), type_(type), meta_(std::move(meta)) {}
   void remove_use(const Use& use);
+  /// Records in the graph's change log that this value's declaration changed
+  /// (kTouchOutputs / kGraphInputs) or its use list did (kTouchUses / kGraphInputUses).
+  void touch_declaration();
+  void touch_uses();
 
   Graph* graph_;
   Node* producer_;
@@ -172,8 +198,12 @@ class Node {
   Value* add_output(ValueType type, std::optional<TensorMeta> meta, const std::string& name_hint = "");
   bool has_users() const;
 
-  NodeMeta& meta() { return meta_; }
   const NodeMeta& meta() const { return meta_; }
+  /// The metadata for writing: records the node as touched (kTouchMeta), so the gate
+  /// re-verifies it. Read through meta().
+  NodeMeta& mutable_meta();
+  /// TouchBits of what changed since the graph's change log was last cleared (0: nothing).
+  uint8_t touched() const { return touched_; }
 
   Node* next() const { return next_; }
   Node* prev() const { return prev_; }
@@ -208,6 +238,8 @@ class Node {
   Node* prev_ = nullptr;
   Node* next_ = nullptr;
   int64_t order_ = 0;
+  uint8_t touched_ = 0;
+  uint32_t touched_slot_ = 0;  // index in the graph's touched list while touched_ != 0
 };
 
 /// Thrown on misuse of the IR API (erasing a used node, unknown value, ...).
@@ -280,7 +312,7 @@ class Graph {
   std::string unique_name(const std::string& base);
   void rename(Value* v, const std::string& name);
   /// Value by name, or null.
-  Value* find_value(const std::string& name) const;
+  Value* find_value(std::string_view name) const;
 
   /// Symbols the graph's shapes and integer arguments are expressed in.
   const std::vector<sym::Symbol>& symbols() const { return symbols_; }
@@ -292,12 +324,21 @@ class Graph {
   std::map<std::string, int64_t> symbol_hints() const;
   /// Claims (guards) passes recorded about the symbols, checked by framework/sym/prover.h.
   const std::vector<sym::Claim>& claims() const { return claims_; }
-  std::vector<sym::Claim>& mutable_claims() { return claims_; }
-  void add_claim(sym::Claim claim) { claims_.push_back(std::move(claim)); }
+  std::vector<sym::Claim>& mutable_claims() {
+    graph_changes_ |= kGraphSymbols;
+    return claims_;
+  }
+  void add_claim(sym::Claim claim) {
+    graph_changes_ |= kGraphSymbols;
+    claims_.push_back(std::move(claim));
+  }
 
   /// The mesh and rank of a per-rank distributed graph (none for a single-rank graph).
   const std::optional<MeshInfo>& mesh() const { return mesh_; }
-  void set_mesh(std::optional<MeshInfo> mesh) { mesh_ = std::move(mesh); }
+  void set_mesh(std::optional<MeshInfo> mesh) {
+    graph_changes_ |= kGraphMesh;
+    mesh_ = std::move(mesh);
+  }
 
   /// Subgraphs called by `passcheck::invoke_subgraph` nodes (framework/ir/subgraph.h),
   /// by name. They live in the top graph's table, share its symbols and may call each
@@ -320,8 +361,18 @@ class Graph {
   std::string print() const;
   /// The file (or name) the graph was parsed from; empty when built in code.
   std::string source_name;
-  /// Hash of the text form; equal graphs hash equally.
+  /// Hash of what the text form says, computed from the graph without printing it:
+  /// graphs with equal text hash equally (framework/ir/graph_hash.cpp).
   uint64_t hash() const;
+
+  /// The change log: every node touched since clear_changes() (TouchBits on each; an
+  /// entry is null once its node was erased), and the GraphChangeBits of changes to the
+  /// graph itself. Every mutation through this API is recorded; the gate verifies only
+  /// what a pass touched (framework/check/verifier.h, verify_changes).
+  const std::vector<Node*>& touched_nodes() const { return touched_nodes_; }
+  uint8_t graph_changes() const { return graph_changes_; }
+  /// Starts a new log: O(nodes touched since the last call).
+  void clear_changes();
 
  private:
   friend class Node;
@@ -332,6 +383,13 @@ class Graph {
   void renumber();
   void register_name(Value* v, const std::string& hint);
   void forget_name(Value* v);
+  void touch(Node* node, uint8_t bits) {
+    if (node->touched_ == 0) {
+      node->touched_slot_ = static_cast<uint32_t>(touched_nodes_.size());
+      touched_nodes_.push_back(node);
+    }
+    node->touched_ |= bits;
+  }
 
   std::vector<std::unique_ptr<Value>> input_storage_;
   std::vector<Value*> inputs_;
@@ -339,7 +397,9 @@ class Graph {
   Node* head_ = nullptr;
   Node* tail_ = nullptr;
   size_t num_nodes_ = 0;
-  std::unordered_map<std::string, Value*> names_;
+  // Keys view each value's own name_ (values live behind unique_ptrs and never move; a
+  // rename or an erase takes the key out first): no second copy of every name.
+  std::unordered_map<std::string_view, Value*> names_;
   std::unordered_map<std::string, int64_t> name_counters_;
   std::vector<sym::Symbol> symbols_;
   std::vector<sym::Claim> claims_;
@@ -347,6 +407,8 @@ class Graph {
   std::map<std::string, std::unique_ptr<Graph>> subgraphs_;
   Graph* owner_ = nullptr;
   std::string subgraph_name_;
+  std::vector<Node*> touched_nodes_;
+  uint8_t graph_changes_ = 0;
 };
 
 /// Moves a graph from one device to another: every Device argument and every

@@ -116,6 +116,12 @@ uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UI
 
 CallWalk walk_calls(const Graph& top) {
   CallWalk walk;
+  if (top.root()->subgraphs().empty()) {
+    // Nothing to call: no walk over the nodes (the parser and the verifier ask this of
+    // every graph, a million-node one included).
+    walk.done[&top] = CallNesting{0, top.num_nodes()};
+    return walk;
+  }
   struct Frame {
     const Graph* graph;
     std::vector<const Graph*> callees;
@@ -204,7 +210,7 @@ void inline_call(Graph& g, Node* call) {
   std::vector<Node*> nested_calls;
   for (const Node* n : body->nodes()) {
     Node* copy = g.clone_node(*n, [&](Value* v) { return map.at(v); }, call);
-    compose_meta(copy->meta(), call->meta());
+    compose_meta(copy->mutable_meta(), call->meta());
     for (size_t i = 0; i < n->num_outputs(); ++i) map[n->output(i)] = copy->output(i);
     if (is_invoke_subgraph(*copy)) nested_calls.push_back(copy);
   }
@@ -292,8 +298,8 @@ std::unique_ptr<Graph> build_body(const Region& r, int64_t base_seq, std::vector
     };
     for (Arg& a : args) remap(a);
     Node* copy = body->create(n->op(), std::move(args));
-    copy->meta() = n->meta();
-    NodeMeta& m = copy->meta();
+    copy->mutable_meta() = n->meta();
+    NodeMeta& m = copy->mutable_meta();
     m.module_fqn = m.module_fqn == r.key ? "" : m.module_fqn.substr(r.key.size() + 1);
     if (m.seq_nr >= 0) m.seq_nr -= base_seq;
     for (Value* out : n->outputs()) {
@@ -365,9 +371,9 @@ OutlineReport outline_repeated_layers(Graph& graph) {
       ++report.subgraphs;
     }
     Node* call = create_invoke_subgraph(graph, name, inputs, r.nodes.front());
-    call->meta().phase = r.phase;
-    call->meta().module_fqn = r.key;
-    call->meta().seq_nr = base_seq.count(r.key) ? base : -1;
+    call->mutable_meta().phase = r.phase;
+    call->mutable_meta().module_fqn = r.key;
+    call->mutable_meta().seq_nr = base_seq.count(r.key) ? base : -1;
     std::vector<std::string> names;
     for (size_t i = 0; i < outputs.size(); ++i) {
       names.push_back(outputs[i]->name());

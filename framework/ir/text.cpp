@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -73,27 +74,46 @@ const char* enum_name(const EnumName (&table)[N], int64_t value) {
   return nullptr;
 }
 
+// The printer appends to one string: building a temporary per token cost more than the
+// walk itself on million-node graphs.
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
 void append_int_list(std::string& out, const std::vector<int64_t>& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out += ", ";
-    out += std::to_string(v[i]);
+    append_int(out, v[i]);
   }
 }
 
+void append_sym(std::string& out, const sym::Expr& e) {
+  if (auto c = e.as_constant()) {
+    append_int(out, *c);
+    return;
+  }
+  out += "sym(";
+  out += e.to_string();
+  out += ')';
+}
+
 std::string print_sym(const sym::Expr& e) {
-  if (auto c = e.as_constant()) return std::to_string(*c);
-  return "sym(" + e.to_string() + ")";
+  std::string out;
+  append_sym(out, e);
+  return out;
 }
 
 void append_expr_list(std::string& out, const std::vector<sym::Expr>& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out += ", ";
-    out += print_sym(v[i]);
+    append_sym(out, v[i]);
   }
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
+void append_quoted(std::string& out, const std::string& s) {
+  out += '"';
   for (char c : s) {
     switch (c) {
       case '"': out += "\\\""; break;
@@ -103,40 +123,68 @@ std::string quote(const std::string& s) {
       default: out += c;
     }
   }
-  return out + "\"";
+  out += '"';
 }
 
-std::string print_node_meta(const NodeMeta& m) {
-  std::vector<std::string> parts;
-  if (m.phase != Phase::Forward) parts.push_back(std::string("phase=") + to_string(m.phase));
-  if (!m.module_fqn.empty()) parts.push_back("fqn=" + quote(m.module_fqn));
-  if (m.seq_nr >= 0) parts.push_back("seq=" + std::to_string(m.seq_nr));
-  if (m.recompute != RecomputePolicy::Unset) parts.push_back(std::string("recompute=") + to_string(m.recompute));
-  if (m.ac_region_id) parts.push_back("ac_region=" + std::to_string(*m.ac_region_id));
+std::string quote(const std::string& s) {
+  std::string out;
+  append_quoted(out, s);
+  return out;
+}
+
+// "#{phase=..., ...}" after two spaces; nothing when every field has its default.
+void append_node_meta(std::string& out, const NodeMeta& m) {
+  bool first = true;
+  auto key = [&](const char* name) {
+    out += first ? "  #{" : ", ";
+    first = false;
+    out += name;
+  };
+  if (m.phase != Phase::Forward) {
+    key("phase=");
+    out += to_string(m.phase);
+  }
+  if (!m.module_fqn.empty()) {
+    key("fqn=");
+    append_quoted(out, m.module_fqn);
+  }
+  if (m.seq_nr >= 0) {
+    key("seq=");
+    append_int(out, m.seq_nr);
+  }
+  if (m.recompute != RecomputePolicy::Unset) {
+    key("recompute=");
+    out += to_string(m.recompute);
+  }
+  if (m.ac_region_id) {
+    key("ac_region=");
+    append_int(out, *m.ac_region_id);
+  }
   if (!m.custom.empty()) {
-    std::string c = "custom={";
-    bool first = true;
+    key("custom={");
+    bool first_entry = true;
     for (const auto& [k, v] : m.custom) {
-      if (!first) c += ", ";
-      first = false;
-      c += quote(k) + ": " + quote(v);
+      if (!first_entry) out += ", ";
+      first_entry = false;
+      append_quoted(out, k);
+      out += ": ";
+      append_quoted(out, v);
     }
-    parts.push_back(c + "}");
+    out += '}';
   }
   if (!m.wanted_placements.empty()) {
-    std::string w = "wants=[";
+    key("wants=[");
     for (size_t slot = 0; slot < m.wanted_placements.size(); ++slot) {
-      w += slot ? ", (" : "(";
-      for (size_t i = 0; i < m.wanted_placements[slot].size(); ++i)
-        w += (i ? ", " : "") + m.wanted_placements[slot][i].str();
-      w += ")";
+      out += slot ? ", (" : "(";
+      for (size_t i = 0; i < m.wanted_placements[slot].size(); ++i) {
+        if (i) out += ", ";
+        out += m.wanted_placements[slot][i].str();
+      }
+      out += ')';
     }
-    parts.push_back(w + "]");
+    out += ']';
   }
-  if (parts.empty()) return "";
-  std::string out = "#{";
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-  return out + "}";
+  if (!first) out += '}';
 }
 
 }  // namespace
@@ -154,105 +202,169 @@ std::string format_double(double v) {
   return s;
 }
 
-std::string print_arg(const Arg& a) {
+namespace {
+
+void append_arg(std::string& out, const Arg& a) {
   switch (a.kind) {
-    case Arg::Kind::None: return "None";
-    case Arg::Kind::Bool: return a.b ? "True" : "False";
-    case Arg::Kind::Int: return std::to_string(a.i);
-    case Arg::Kind::Float: return format_double(a.f);
-    case Arg::Kind::String: return quote(a.s);
-    case Arg::Kind::Dtype: {
-      const char* n = enum_name(kDtypeNames, a.i);
-      return n ? n : "torch.dtype(" + std::to_string(a.i) + ")";
-    }
-    case Arg::Kind::Layout: {
-      const char* n = enum_name(kLayoutNames, a.i);
-      return n ? n : "torch.layout(" + std::to_string(a.i) + ")";
-    }
+    case Arg::Kind::None: out += "None"; return;
+    case Arg::Kind::Bool: out += a.b ? "True" : "False"; return;
+    case Arg::Kind::Int: append_int(out, a.i); return;
+    case Arg::Kind::Float: out += format_double(a.f); return;
+    case Arg::Kind::String: append_quoted(out, a.s); return;
+    case Arg::Kind::Dtype:
+    case Arg::Kind::Layout:
     case Arg::Kind::MemoryFormat: {
-      const char* n = enum_name(kMemoryFormatNames, a.i);
-      return n ? n : "torch.memory_format(" + std::to_string(a.i) + ")";
+      const char* n = a.kind == Arg::Kind::Dtype    ? enum_name(kDtypeNames, a.i)
+                      : a.kind == Arg::Kind::Layout ? enum_name(kLayoutNames, a.i)
+                                                    : enum_name(kMemoryFormatNames, a.i);
+      if (n) {
+        out += n;
+        return;
+      }
+      out += a.kind == Arg::Kind::Dtype ? "torch.dtype(" : a.kind == Arg::Kind::Layout ? "torch.layout(" : "torch.memory_format(";
+      append_int(out, a.i);
+      out += ')';
+      return;
     }
-    case Arg::Kind::Device: return "device(" + quote(a.device.str()) + ")";
-    case Arg::Kind::Value: return "%" + a.value->name();
-    case Arg::Kind::Sym: return print_sym(a.expr);
-    case Arg::Kind::List: {
-      std::string out = "[";
-      for (size_t i = 0; i < a.list.size(); ++i) out += (i ? ", " : "") + print_arg(a.list[i]);
-      return out + "]";
-    }
+    case Arg::Kind::Device:
+      out += "device(";
+      append_quoted(out, a.device.str());
+      out += ')';
+      return;
+    case Arg::Kind::Value:
+      out += '%';
+      out += a.value->name();
+      return;
+    case Arg::Kind::Sym: append_sym(out, a.expr); return;
+    case Arg::Kind::List:
+      out += '[';
+      for (size_t i = 0; i < a.list.size(); ++i) {
+        if (i) out += ", ";
+        append_arg(out, a.list[i]);
+      }
+      out += ']';
+      return;
   }
-  return "?";
+  out += '?';
 }
 
-std::string print_type(const Value& v) {
-  if (v.type() != ValueType::Tensor) return to_string(v.type());
-  if (!v.meta()) return "Tensor";
+void append_type(std::string& out, const Value& v) {
+  if (v.type() != ValueType::Tensor) {
+    out += to_string(v.type());
+    return;
+  }
+  if (!v.meta()) {
+    out += "Tensor";
+    return;
+  }
   const TensorMeta& m = *v.meta();
-  std::string out = dtype_short_name(m.dtype);
-  out += "[";
+  out += dtype_short_name(m.dtype);
+  out += '[';
   if (m.sym_sizes.empty()) append_int_list(out, m.sizes);
   else append_expr_list(out, m.sym_sizes);
-  out += "]";
+  out += ']';
   if (m.is_symbolic()) {
     // Symbolic strides print unless they are the row-major ones of the symbolic sizes.
     const std::vector<sym::Expr> strides = m.stride_exprs();
     if (strides != TensorMeta::contiguous_stride_exprs(m.size_exprs())) {
-      out += "{";
+      out += '{';
       append_expr_list(out, strides);
-      out += "}";
+      out += '}';
     }
   } else if (!m.strides.empty() && !m.is_contiguous()) {  // no strides recorded: contiguous
-    out += "{";
+    out += '{';
     append_int_list(out, m.strides);
-    out += "}";
+    out += '}';
   }
-  if (m.device.type() != c10::DeviceType::CPU) out += "@" + m.device.str();
-  return out;
+  if (m.device.type() != c10::DeviceType::CPU) {
+    out += '@';
+    out += m.device.str();
+  }
 }
 
 // " placed(S(0), R)" after a value's type; nothing when no placement is recorded.
-std::string print_placements(const Value& v) {
-  if (v.placements().empty()) return "";
-  std::string out = " placed(";
-  for (size_t i = 0; i < v.placements().size(); ++i) out += (i ? ", " : "") + v.placements()[i].str();
-  return out + ")";
+void append_placements(std::string& out, const Value& v) {
+  if (v.placements().empty()) return;
+  out += " placed(";
+  for (size_t i = 0; i < v.placements().size(); ++i) {
+    if (i) out += ", ";
+    out += v.placements()[i].str();
+  }
+  out += ')';
+}
+
+void append_node(std::string& out, const Node& n) {
+  for (size_t i = 0; i < n.num_outputs(); ++i) {
+    if (i) out += ", ";
+    out += '%';
+    out += n.output(i)->name();
+    out += " : ";
+    append_type(out, *n.output(i));
+    append_placements(out, *n.output(i));
+  }
+  if (n.num_outputs() == 0) out += "()";
+  out += " = ";
+  out += n.op();
+  out += '(';
+  for (size_t i = 0; i < n.num_args(); ++i) {
+    if (i) out += ", ";
+    append_arg(out, n.arg(i));
+  }
+  out += ')';
+  append_node_meta(out, n.meta());
+}
+
+// `HEADER(inputs):`, one line per node, `return (...)`.
+void append_body(std::string& out, const Graph& g, const std::string& header) {
+  out += header;
+  out += '(';
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value* in = g.inputs()[i];
+    out += i ? ",\n    " : "\n    ";
+    out += to_string(in->role());
+    out += " %";
+    out += in->name();
+    out += " : ";
+    append_type(out, *in);
+    append_placements(out, *in);
+  }
+  out += "):\n";
+  for (const Node* n : g.nodes()) {
+    out += "  ";
+    append_node(out, *n);
+    out += '\n';
+  }
+  out += "  return (";
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    out += i ? ", %" : "%";
+    out += g.outputs()[i]->name();
+  }
+  out += ")\n";
+}
+
+}  // namespace
+
+std::string print_arg(const Arg& a) {
+  std::string out;
+  append_arg(out, a);
+  return out;
+}
+
+std::string print_type(const Value& v) {
+  std::string out;
+  append_type(out, v);
+  return out;
 }
 
 std::string print_node(const Node& n) {
   std::string out;
-  for (size_t i = 0; i < n.num_outputs(); ++i) {
-    if (i) out += ", ";
-    out += "%" + n.output(i)->name() + " : " + print_type(*n.output(i)) + print_placements(*n.output(i));
-  }
-  if (n.num_outputs() == 0) out += "()";
-  out += " = " + n.op() + "(";
-  for (size_t i = 0; i < n.num_args(); ++i) out += (i ? ", " : "") + print_arg(n.arg(i));
-  out += ")";
-  std::string meta = print_node_meta(n.meta());
-  if (!meta.empty()) out += "  " + meta;
+  append_node(out, n);
   return out;
 }
 
-namespace {
-// `HEADER(inputs):`, one line per node, `return (...)`.
-void append_body(std::string& out, const Graph& g, const std::string& header) {
-  out += header + "(";
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Value* in = g.inputs()[i];
-    out += i ? ",\n    " : "\n    ";
-    out += std::string(to_string(in->role())) + " %" + in->name() + " : " + print_type(*in) + print_placements(*in);
-  }
-  out += "):\n";
-  for (const Node* n : g.nodes()) out += "  " + print_node(*n) + "\n";
-  out += "  return (";
-  for (size_t i = 0; i < g.outputs().size(); ++i) out += (i ? ", %" : "%") + g.outputs()[i]->name();
-  out += ")\n";
-}
-}  // namespace
-
 std::string print_graph(const Graph& g) {
   std::string out;
+  out.reserve(128 * g.num_nodes() + 1024);  // about a node line each
   for (const sym::Symbol& s : g.symbols()) out += "symbol " + s.to_string() + "\n";
   for (const sym::Claim& c : g.claims())
     out += "claim " + c.kind + " " + quote(c.pass) + " " + quote(c.subject) + " " + quote(c.description) +
@@ -453,20 +565,21 @@ class Parser {
     return std::string(text_.substr(start, pos_ - start));
   }
 
-  std::string read_name() {
+  std::string_view read_name_view() {
     if (at_end() || !word_char(peek())) fail("expected a value name after '%' but found " + describe_here());
     size_t start = pos_;
     while (!at_end() && word_char(peek())) advance();
-    return std::string(text_.substr(start, pos_ - start));
+    return text_.substr(start, pos_ - start);
   }
+  std::string read_name() { return std::string(read_name_view()); }
 
   Value* parse_value_ref() {
     skip_space();
     int line = line_, col = col_;
     expect('%');
-    std::string name = read_name();
+    const std::string_view name = read_name_view();
     Value* v = graph_->find_value(name);
-    if (!v) fail_at(line, col, "use of undefined value %" + name);
+    if (!v) fail_at(line, col, "use of undefined value %" + std::string(name));
     return v;
   }
 
@@ -475,12 +588,15 @@ class Parser {
     int line = line_, col = col_;
     size_t start = pos_;
     if (peek() == '-' || peek() == '+') advance();
+    const size_t first_digit = pos_;
     while (!at_end() && std::isdigit(static_cast<unsigned char>(peek()))) advance();
-    std::string digits(text_.substr(start, pos_ - start));
-    if (digits.empty() || digits == "-" || digits == "+") fail_at(line, col, "expected an integer but found " + describe_here());
-    errno = 0;
-    long long v = std::strtoll(digits.c_str(), nullptr, 10);
-    if (errno == ERANGE) fail_at(line, col, "integer " + digits + " is out of range");
+    const std::string_view digits = text_.substr(start, pos_ - start);
+    if (pos_ == first_digit) fail_at(line, col, "expected an integer but found " + describe_here());
+    // from_chars: no string built per integer (types hold several of them per node).
+    int64_t v = 0;
+    const char* begin = digits.data() + (digits[0] == '+' ? 1 : 0);
+    const std::from_chars_result r = std::from_chars(begin, digits.data() + digits.size(), v);
+    if (r.ec == std::errc::result_out_of_range) fail_at(line, col, "integer " + std::string(digits) + " is out of range");
     return v;
   }
 
@@ -686,20 +802,42 @@ class Parser {
     return e;
   }
 
+  // Sizes or strides of a type: plain integers, or expressions once one entry is
+  // symbolic (a constant expression costs an allocation; most types have none).
+  struct SizeList {
+    std::vector<int64_t> ints;
+    std::vector<sym::Expr> exprs;  ///< every entry, when `symbolic`
+    bool symbolic = false;
+    size_t size() const { return symbolic ? exprs.size() : ints.size(); }
+    std::vector<sym::Expr> as_exprs() const {
+      if (symbolic) return exprs;
+      std::vector<sym::Expr> out;
+      for (int64_t v : ints) out.push_back(sym::Expr::constant(v));
+      return out;
+    }
+  };
+
   // An integer or sym(EXPR) in a type's size or stride list.
-  sym::Expr parse_size_entry() {
+  void parse_size_entry(SizeList& list) {
     skip_space();
     if (peek_word("sym")) {
       expect_word("sym");
-      return parse_sym_call();
+      if (!list.symbolic) {
+        list.exprs = list.as_exprs();
+        list.symbolic = true;
+      }
+      list.exprs.push_back(parse_sym_call());
+      return;
     }
-    return sym::Expr::constant(parse_int());
+    const int64_t v = parse_int();
+    if (list.symbolic) list.exprs.push_back(sym::Expr::constant(v));
+    else list.ints.push_back(v);
   }
 
   // Sizes or strides of a type; more than kMaxTensorRank entries stop the parse at the
   // first one too many, so a hostile rank costs no more than the cap.
-  std::vector<sym::Expr> parse_size_list(char open, char close, const char* what) {
-    std::vector<sym::Expr> out;
+  SizeList parse_size_list(char open, char close, const char* what) {
+    SizeList out;
     expect(open);
     skip_space();
     if (peek() != close) {
@@ -708,16 +846,10 @@ class Parser {
         if (out.size() == kMaxTensorRank)
           fail("type has more than " + std::to_string(kMaxTensorRank) + " " + what +
                " (the graph format's maximum rank is " + std::to_string(kMaxTensorRank) + ")");
-        out.push_back(parse_size_entry());
+        parse_size_entry(out);
       } while (accept(','));
     }
     expect(close);
-    return out;
-  }
-
-  static std::vector<int64_t> sizes_of(const std::vector<sym::Expr>& constant_sizes) {
-    std::vector<int64_t> out;
-    for (const sym::Expr& s : constant_sizes) out.push_back(*s.as_constant());
     return out;
   }
 
@@ -746,19 +878,26 @@ class Parser {
     if (!dtype) fail_at(line, col, "unknown type '" + word + "' (expected a dtype such as f32, bf16, i64, or int/float/bool/None/Tensor)");
     TensorMeta m;
     m.dtype = *dtype;
-    std::vector<sym::Expr> sizes = parse_size_list('[', ']', "sizes");
-    for (const sym::Expr& s : sizes)
-      if (s.as_constant() && *s.as_constant() < 0) fail_at(line, col, "negative size in type");
-    std::vector<sym::Expr> strides;
-    if (peek() == '{') {
-      strides = parse_size_list('{', '}', "strides");
-      if (strides.size() != sizes.size())
-        fail_at(line, col, "type has " + std::to_string(sizes.size()) + " sizes but " + std::to_string(strides.size()) + " strides");
+    SizeList size_list = parse_size_list('[', ']', "sizes");
+    if (size_list.symbolic) {
+      for (const sym::Expr& s : size_list.exprs)
+        if (s.as_constant() && *s.as_constant() < 0) fail_at(line, col, "negative size in type");
+    } else {
+      for (int64_t s : size_list.ints)
+        if (s < 0) fail_at(line, col, "negative size in type");
     }
-    const bool symbolic = std::any_of(sizes.begin(), sizes.end(), [](const sym::Expr& e) { return !e.is_constant(); }) ||
-                          std::any_of(strides.begin(), strides.end(), [](const sym::Expr& e) { return !e.is_constant(); });
-    if (!symbolic) check_byte_count(sizes_of(sizes), *dtype, line, col);
+    SizeList stride_list;
+    if (peek() == '{') {
+      stride_list = parse_size_list('{', '}', "strides");
+      if (stride_list.size() != size_list.size())
+        fail_at(line, col, "type has " + std::to_string(size_list.size()) + " sizes but " +
+                               std::to_string(stride_list.size()) + " strides");
+    }
+    const bool symbolic = size_list.symbolic || stride_list.symbolic;
+    if (!symbolic) check_byte_count(size_list.ints, *dtype, line, col);
     if (symbolic) {
+      std::vector<sym::Expr> sizes = size_list.as_exprs();
+      std::vector<sym::Expr> strides = stride_list.as_exprs();
       if (strides.empty()) strides = TensorMeta::contiguous_stride_exprs(sizes);
       try {
         m.set_symbolic(sizes, strides, top_->symbol_hints());
@@ -769,10 +908,9 @@ class Parser {
         if (s < 0) fail_at(line, col, "size is negative at the symbols' hints");
       check_byte_count(m.sizes, *dtype, line, col);
     } else {
-      m.sizes = sizes_of(sizes);
-      if (strides.empty()) m.strides = TensorMeta::contiguous_strides(m.sizes);
-      else
-        for (const sym::Expr& s : strides) m.strides.push_back(*s.as_constant());
+      m.sizes = std::move(size_list.ints);
+      if (stride_list.ints.empty()) m.strides = TensorMeta::contiguous_strides(m.sizes);
+      else m.strides = std::move(stride_list.ints);
     }
     if (peek() == '@') {
       advance();
@@ -1081,12 +1219,15 @@ class Parser {
     node->source_op = SourcePos{op_line, op_col};
     node->source_args = std::move(arg_positions);
     node->source_column = node_col;
-    node->meta() = std::move(meta);
+    node->mutable_meta() = std::move(meta);
     for (auto& d : outs) {
-      if (graph_->find_value(d.name)) fail_at(d.line, d.col, "value %" + d.name + " is defined twice");
-      Value* v = node->add_output(d.type, d.meta, d.name);
-      v->set_placements(d.placements);
-      if (v->name() != d.name) fail_at(d.line, d.col, "invalid value name %" + d.name);
+      // A taken or unclean name comes back changed (Graph::unique_name).
+      Value* v = node->add_output(d.type, std::move(d.meta), d.name);
+      if (v->name() != d.name) {
+        if (graph_->find_value(d.name)) fail_at(d.line, d.col, "value %" + d.name + " is defined twice");
+        fail_at(d.line, d.col, "invalid value name %" + d.name);
+      }
+      if (!d.placements.empty()) v->set_placements(std::move(d.placements));
       v->source_line = d.line;
       v->source_column = d.col;
     }

@@ -178,7 +178,7 @@ ir::Value* Recorder::value_for(const at::Tensor& t, const std::string& op, const
     }
     ir::Node* node = graph_.create("aten::scalar_tensor", {value, ir::Arg::dtype(t.scalar_type()), ir::Arg::none(),
                                                            ir::Arg::dev(t.device()), ir::Arg::none()});
-    node->meta() = context_meta(/*seq_before=*/-1, /*created_grad_fn=*/false);
+    node->mutable_meta() = context_meta(/*seq_before=*/-1, /*created_grad_fn=*/false);
     ir::Value* v = node->add_output(ir::ValueType::Tensor, meta_of(t));
     bind(t, v);
     return v;
@@ -329,7 +329,7 @@ void Recorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet ks, tor
 
   std::lock_guard<std::mutex> lock(mutex_);
   ir::Node* node = graph_.create(qualified, std::move(args));
-  node->meta() = context_meta(seq_before, created_grad_fn);
+  node->mutable_meta() = context_meta(seq_before, created_grad_fn);
   if (node->meta().phase != ir::Phase::Backward)
     for (int64_t seq = next_unaccounted_seq_; seq < seq_before; ++seq) {
       ir::NodeMeta& meta = unrecorded_forward_[seq - seq_base_];
@@ -407,8 +407,8 @@ void Recorder::propagate_backward_metadata() {
       found = &unrecorded->second;
     }
     const ir::NodeMeta& fwd = *found;
-    if (n->meta().module_fqn.empty()) n->meta().module_fqn = fwd.module_fqn;
-    for (const auto& [k, v] : fwd.custom) n->meta().custom.emplace(k, v);  // a node keeps its own keys
+    if (n->meta().module_fqn.empty()) n->mutable_meta().module_fqn = fwd.module_fqn;
+    for (const auto& [k, v] : fwd.custom) n->mutable_meta().custom.emplace(k, v);  // a node keeps its own keys
   }
 }
 

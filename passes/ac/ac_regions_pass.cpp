@@ -18,7 +18,7 @@ check::PassResult ac_regions_pass(ir::Graph& graph, const check::PassOptions& op
     if (!region && d.widened("number-layer-node")) region = 0;
     if (region) d.fire("number-layer-node");
     if (n->meta().ac_region_id != region) {
-      n->meta().ac_region_id = region;
+      n->mutable_meta().ac_region_id = region;
       result.changed = true;
     }
     annotated += region.has_value();

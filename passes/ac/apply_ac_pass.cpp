@@ -43,7 +43,7 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
   MutationIndex mutations(graph);
   int64_t tagged = 0;
   for (ir::Node* n : graph.nodes()) {
-    ir::NodeMeta& meta = n->meta();
+    ir::NodeMeta& meta = n->mutable_meta();
     if (meta.phase != ir::Phase::Forward) continue;
     std::optional<int64_t> layer = meta.ac_region_id ? meta.ac_region_id : check::layer_of(meta.module_fqn);
     if (!layer) continue;  // only transformer blocks are checkpointed

@@ -166,16 +166,16 @@ check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options
     if (replay_state) {
       d.fire("replay-rng");
       ir::Node* state = graph.create("passcheck::rng_state", {ir::Arg::dev(device)}, t);
-      state->meta() = t->meta();
-      state->meta().recompute = ir::RecomputePolicy::MustSave;
-      state->meta().custom["rng_state_of"] = t->output(0)->name();
+      state->mutable_meta() = t->meta();
+      state->mutable_meta().recompute = ir::RecomputePolicy::MustSave;
+      state->mutable_meta().custom["rng_state_of"] = t->output(0)->name();
       saved_state = state->add_output(ir::ValueType::Tensor, std::nullopt, t->output(0)->name() + "_rng_state");
       ir::Node* swap_in =
           graph.create("passcheck::swap_rng_state", {ir::Arg::of(saved_state), ir::Arg::dev(device)}, anchor);
-      swap_in->meta().phase = ir::Phase::Backward;
-      swap_in->meta().module_fqn = t->meta().module_fqn;
-      swap_in->meta().ac_region_id = t->meta().ac_region_id;
-      swap_in->meta().custom["recomputed_from"] = t->output(0)->name();
+      swap_in->mutable_meta().phase = ir::Phase::Backward;
+      swap_in->mutable_meta().module_fqn = t->meta().module_fqn;
+      swap_in->mutable_meta().ac_region_id = t->meta().ac_region_id;
+      swap_in->mutable_meta().custom["recomputed_from"] = t->output(0)->name();
       previous_state = swap_in->add_output(ir::ValueType::Tensor, std::nullopt, t->output(0)->name() + "_rng_prev");
       ++rng_replays;
     }
@@ -186,14 +186,14 @@ check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options
           return it == duplicate_of.end() ? v : it->second;
         },
         anchor, "_recomputed");
-    dup->meta().phase = ir::Phase::Backward;
-    dup->meta().custom["recomputed_from"] = t->output(0)->name();
+    dup->mutable_meta().phase = ir::Phase::Backward;
+    dup->mutable_meta().custom["recomputed_from"] = t->output(0)->name();
     for (size_t i = 0; i < t->num_outputs(); ++i) duplicate_of[t->output(i)] = dup->output(i);
     duplicate_node[t] = dup;
     if (replay_state) {
       ir::Node* swap_back =
           graph.create("passcheck::swap_rng_state", {ir::Arg::of(previous_state), ir::Arg::dev(device)}, anchor);
-      swap_back->meta() = dup->meta();
+      swap_back->mutable_meta() = dup->meta();
       swap_back->add_output(ir::ValueType::Tensor, std::nullopt, t->output(0)->name() + "_rng_restored");
     }
   }

@@ -114,7 +114,7 @@ int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions
                           d.refuse("reads-value-written-later", mutations.reads_value_written_later(*n)) ||
                           (widened && exec::is_mutating(*n));
       if (!unsafe) continue;
-      n->meta().recompute = ir::RecomputePolicy::MustSave;
+      n->mutable_meta().recompute = ir::RecomputePolicy::MustSave;
       d.fire("save-in-place-write");
       ++saved;
       changed = true;
@@ -140,7 +140,7 @@ int64_t save_layer_boundaries(ir::Graph& graph, check::Decisions& d) {
           crosses = true;
       }
     if (crosses) {
-      n->meta().recompute = ir::RecomputePolicy::MustSave;
+      n->mutable_meta().recompute = ir::RecomputePolicy::MustSave;
       d.fire("save-layer-boundary");
       ++upgraded;
     }
@@ -164,7 +164,7 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
   MutationIndex mutations(graph);
   int64_t tagged = 0;
   for (ir::Node* n : graph.nodes()) {
-    ir::NodeMeta& meta = n->meta();
+    const ir::NodeMeta& meta = n->meta();
     if (meta.phase == ir::Phase::Backward) continue;
     bool skip = false;
     for (const auto& prefix : skipped) skip |= has_prefix_component(meta.module_fqn, prefix);
@@ -190,7 +190,7 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
              : decision == ir::RecomputePolicy::MustRecompute ? "policy-must-recompute"
                                                                 : "policy-prefer-recompute");
     }
-    meta.recompute = decision;
+    if (meta.recompute != decision) n->mutable_meta().recompute = decision;  // only what changes is touched
     ++tagged;
   }
   result.stats["tagged_nodes"] = tagged;

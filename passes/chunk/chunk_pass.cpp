@@ -286,7 +286,7 @@ class ChunkRewriter {
   }
 
   void mark(ir::Node* n, const std::string& root, const std::string& role, int chunk, const std::string& orig) {
-    auto& c = n->meta().custom;
+    auto& c = n->mutable_meta().custom;
     c["chunk_region"] = root;
     c["chunk_role"] = role;
     if (chunk >= 0) c["chunk_id"] = std::to_string(chunk);
@@ -314,8 +314,8 @@ class ChunkRewriter {
         {ir::Arg::of(v), ir::Arg::of_list({ir::Arg::symbolic(half), ir::Arg::symbolic(half)}),
          ir::Arg::integer(static_cast<int64_t>(dim))},
         before);
-    split->meta().phase = region.direction == Direction::Forward ? ir::Phase::Forward : ir::Phase::Backward;
-    split->meta().module_fqn = region.root;
+    split->mutable_meta().phase = region.direction == Direction::Forward ? ir::Phase::Forward : ir::Phase::Backward;
+    split->mutable_meta().module_fqn = region.root;
     mark(split, region.root, "split_boundary", -1, v->name());
     std::vector<Expr> sizes = m.size_exprs();
     sizes[dim] = half;
@@ -330,7 +330,7 @@ class ChunkRewriter {
         d_.fire("clone-non-contiguous-half");
         ir::Node* clone = graph_.create("aten::clone", {ir::Arg::of(part), ir::Arg::memory_format(c10::MemoryFormat::Contiguous)},
                                         before);
-        clone->meta() = split->meta();
+        clone->mutable_meta() = split->meta();
         mark(clone, region.root, "split_boundary", chunk, v->name());
         ir::TensorMeta contiguous_meta = half_meta;
         contiguous_meta.set_symbolic(sizes, ir::TensorMeta::contiguous_stride_exprs(sizes), hints_);
@@ -614,8 +614,8 @@ class ChunkRewriter {
       ++materialized_add_;
       d_.fire("materialize-add");
     }
-    m->meta() = v0->producer()->meta();
-    m->meta().recompute = ir::RecomputePolicy::Unset;
+    m->mutable_meta() = v0->producer()->meta();
+    m->mutable_meta().recompute = ir::RecomputePolicy::Unset;
     mark(m, region.root, "materialization", -1, orig);
     ir::Value* whole = m->output();
     v0->replace_uses_if(whole, [&](const ir::Use& u) { return u.user != m && external(u); });
@@ -725,10 +725,10 @@ class ChunkRewriter {
     ir::Value* p0 = values0[point];
     ir::Value* p1 = values1[point];
     ir::Node* add = graph_.create("aten::add.Tensor", {ir::Arg::of(p0), ir::Arg::of(p1)}, chain1[point]->next());
-    add->meta() = chain0[point]->meta();
-    add->meta().custom.erase("chunk_id");
+    add->mutable_meta() = chain0[point]->meta();
+    add->mutable_meta().custom.erase("chunk_id");
     mark(add, region.root, "materialization", -1, original_name_.at(v0));
-    add->meta().custom["chunk_early_accumulation"] = "1";
+    add->mutable_meta().custom["chunk_early_accumulation"] = "1";
     ir::Value* sum = add->add_output(ir::ValueType::Tensor, p0->meta(), p0->name() + "_accumulated");
     p0->replace_uses_if(sum, [&](const ir::Use& u) { return u.user != add; });
     d_.fire("early-accumulation");
@@ -737,8 +737,8 @@ class ChunkRewriter {
     for (size_t i = chain1.size(); i-- > point + 1;) {
       if (chain1[i]->has_users()) return true;  // kept: something else reads it
       graph_.erase(chain1[i]);
-      chain0[i]->meta().custom.erase("chunk_id");
-      chain0[i]->meta().custom["chunk_role"] = "materialization";
+      chain0[i]->mutable_meta().custom.erase("chunk_id");
+      chain0[i]->mutable_meta().custom["chunk_role"] = "materialization";
     }
     ++early_accumulations_;
     ++materialized_add_;

@@ -204,7 +204,7 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
     if (!drop_metadata) {
       ir::NodeMeta merged = merged_meta(first->meta(), n->meta());
       if (!(merged == first->meta())) {
-        first->meta() = std::move(merged);
+        first->mutable_meta() = std::move(merged);
         ++merged_metadata;
       }
     }

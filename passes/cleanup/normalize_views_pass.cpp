@@ -29,7 +29,7 @@ check::PassResult normalize_views_pass(ir::Graph& graph, const check::PassOption
     std::vector<ir::Arg> args = n->args();
     if (widened) args.resize(2);
     ir::Node* reshape = graph.create("aten::reshape", std::move(args), n);
-    reshape->meta() = n->meta();
+    reshape->mutable_meta() = n->meta();
     reshape->source_line = n->source_line;
     ir::Value* old_out = n->output(0);
     std::string name = old_out->name();

@@ -227,10 +227,10 @@ class Fuser {
     ir::Value* old_result = c.wait2->output();
     ir::Node* ag = graph_.create(kAllGather, {ir::Arg::of(input), ir::Arg::integer(groups_.full_size), ir::Arg::string(group)},
                                  c.ag2.node);
-    ag->meta() = c.ag2.node->meta();
+    ag->mutable_meta() = c.ag2.node->meta();
     ir::Value* gathered = ag->add_output(ir::ValueType::Tensor, c.ag2.node->output()->meta(), c.ag2.node->output()->name());
     ir::Node* wait = graph_.create(kWait, {ir::Arg::of(gathered)}, c.ag2.node);
-    wait->meta() = c.wait2->meta();
+    wait->mutable_meta() = c.wait2->meta();
     ir::Value* result = wait->add_output(ir::ValueType::Tensor, old_result->meta(), old_result->name());
     result->set_placements(old_result->placements());
     old_result->replace_all_uses_with(result);

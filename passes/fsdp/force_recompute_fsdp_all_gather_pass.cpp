@@ -40,8 +40,8 @@ ir::Node* single_user(const ir::Node& n) {
 
 // Sets a tag; true when it changed something.
 bool tag(ir::Node& n, ir::RecomputePolicy policy) {
-  ir::NodeMeta& m = n.meta();
-  if (m.recompute == policy && m.ac_region_id == kFsdpUnshardRegion) return false;
+  if (n.meta().recompute == policy && n.meta().ac_region_id == kFsdpUnshardRegion) return false;
+  ir::NodeMeta& m = n.mutable_meta();
   m.recompute = policy;
   m.ac_region_id = kFsdpUnshardRegion;
   return true;

@@ -92,10 +92,10 @@ check::PassResult classify_nodes_pass(ir::Graph& graph, const check::PassOptions
   const Classification classes = classify_nodes(graph);
   for (ir::Node* n : graph.nodes()) {
     const std::string cls = to_string(classes.class_of(n));
-    auto& custom = n->meta().custom;
+    const auto& custom = n->meta().custom;
     auto it = custom.find(partition_class_key());
     if (it != custom.end() && it->second == cls) continue;
-    custom[partition_class_key()] = cls;
+    n->mutable_meta().custom[partition_class_key()] = cls;
     d.fire("tag-class");
     result.changed = true;
   }

@@ -140,7 +140,7 @@ int64_t tag_saved_values(ir::Module& module, check::Decisions& d) {
       custom[ap_save_outputs_key()] = list;
     }
     if (custom == node->meta().custom) continue;
-    node->meta().custom = std::move(custom);
+    node->mutable_meta().custom = std::move(custom);
     d.fire("tag-saved-producer");
     ++changed;
   }

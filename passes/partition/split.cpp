@@ -147,10 +147,10 @@ SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Valu
     for (size_t i = 0; i < p->num_operands(); ++i)
       if (const ir::Node* q = p->operand(i)->producer()) emit_recomputed(q);
     ir::Node* copy = backward->clone_node(*p, bwd_lookup, nullptr, "_recomputed");
-    copy->meta().phase = ir::Phase::Backward;
-    copy->meta().custom[recomputed_from_key()] = p->output(0)->name();
-    copy->meta().custom.erase(ap_must_save_key());
-    copy->meta().custom.erase(ap_save_outputs_key());
+    copy->mutable_meta().phase = ir::Phase::Backward;
+    copy->mutable_meta().custom[recomputed_from_key()] = p->output(0)->name();
+    copy->mutable_meta().custom.erase(ap_must_save_key());
+    copy->mutable_meta().custom.erase(ap_save_outputs_key());
     // A saved sibling output stays linked: the recomputed copy serves the others.
     for (size_t i = 0; i < p->num_outputs(); ++i) bmap.emplace(p->output(i), copy->output(i));
     ++result.recomputed_nodes;

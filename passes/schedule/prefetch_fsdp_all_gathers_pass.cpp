@@ -40,8 +40,8 @@ int64_t record_compute_order(ir::Graph& graph) {
   for (ir::Node* n : graph.nodes()) {
     if (is_reduce_scatter(*n)) last_reduce_scatter = n->output(0)->name();
     if (!exec::has_flop_formula(*n)) continue;
-    n->meta().custom[kScheduleRankKey] = std::to_string(rank++);
-    n->meta().custom[kScheduleReduceScatterKey] = last_reduce_scatter;
+    n->mutable_meta().custom[kScheduleRankKey] = std::to_string(rank++);
+    n->mutable_meta().custom[kScheduleReduceScatterKey] = last_reduce_scatter;
   }
   return rank;
 }
@@ -114,8 +114,8 @@ check::PassResult prefetch_fsdp_all_gathers_pass(ir::Graph& graph, const check::
     // Nothing moved: drop the recording too.
     if (recorded > 0)
       for (ir::Node* n : graph.nodes()) {
-        n->meta().custom.erase(kScheduleRankKey);
-        n->meta().custom.erase(kScheduleReduceScatterKey);
+        n->mutable_meta().custom.erase(kScheduleRankKey);
+        n->mutable_meta().custom.erase(kScheduleReduceScatterKey);
       }
     return check::PassResult{false, {}, result.rules_fired, result.guards_refused};
   }

@@ -18,7 +18,7 @@ namespace {
 void tag_mm_prefer_recompute(ir::Graph& g) {
   for (ir::Node* n : g.nodes()) {
     if (n->meta().phase != ir::Phase::Forward || n->meta().module_fqn != "layer") continue;
-    n->meta().recompute = n->op() == "aten::mm" ? ir::RecomputePolicy::PreferRecompute : ir::RecomputePolicy::MustSave;
+    n->mutable_meta().recompute = n->op() == "aten::mm" ? ir::RecomputePolicy::PreferRecompute : ir::RecomputePolicy::MustSave;
   }
 }
 

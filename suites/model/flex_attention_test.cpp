@@ -77,7 +77,7 @@ TEST(FlexAttentionAnnotations, TheCheckFailsWhenTheBackwardLosesTheAnnotation) {
   std::vector<std::string> problems;
   options.transform = [&](trace::TracedProgram& program) {
     for (ir::Node* n : program.mutable_graph().nodes())
-      if (n->meta().phase == ir::Phase::Backward) n->meta().custom.erase(kKey);
+      if (n->meta().phase == ir::Phase::Backward) n->mutable_meta().custom.erase(kKey);
     problems = annotation_violations(program.graph());
   };
   oracles::run_traced_vs_eager(options);

@@ -77,7 +77,7 @@ TEST(EveryPass, TheGenericCheckFailsOnANonIdempotentPassDeclaredIdempotent) {
   registry.add({"append-neg", "test-only: appends a node every run", {}, check::NumericsEffect::Preserves, true},
                [](ir::Graph& g, const check::PassOptions&) {
                  ir::Node* n = g.create("aten::neg", {ir::Arg::of(g.outputs()[0])});
-                 n->meta().phase = ir::Phase::Backward;  // after the backward, as the verifier requires
+                 n->mutable_meta().phase = ir::Phase::Backward;  // after the backward, as the verifier requires
                  n->add_output(ir::ValueType::Tensor, g.outputs()[0]->meta());
                  check::PassResult r;
                  r.changed = true;

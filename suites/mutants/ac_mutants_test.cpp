@@ -55,7 +55,7 @@ TEST(AcMutants, Bug1TwoMatmulHasFiveMmInsteadOfSix) {
   ir::Graph& g = program.mutable_graph();
   for (ir::Node* n : g.nodes())
     if (n->meta().phase == ir::Phase::Forward && n->meta().module_fqn == "layer")
-      n->meta().recompute = n->op() == "aten::mm" ? ir::RecomputePolicy::PreferRecompute : ir::RecomputePolicy::MustSave;
+      n->mutable_meta().recompute = n->op() == "aten::mm" ? ir::RecomputePolicy::PreferRecompute : ir::RecomputePolicy::MustSave;
   auto before = g.clone();
   check::Pipeline::parse("mutant-remat-ignores-prefer-recompute", registry_with_mutants()).run(g);
   int mm = 0;

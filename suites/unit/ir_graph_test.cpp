@@ -334,8 +334,8 @@ TEST_F(GraphTest, CloneIsADeepCopy) {
   Node* split = g.create("aten::split.Tensor", {Arg::of(a), Arg::integer(1), Arg::of_list({Arg::of(b)})});
   Value* lo = split->add_output(ValueType::Tensor, f32({1}), "lo");
   split->add_output(ValueType::Int, std::nullopt, "hi");
-  split->meta().phase = Phase::Backward;
-  split->meta().custom["k"] = "v";
+  split->mutable_meta().phase = Phase::Backward;
+  split->mutable_meta().custom["k"] = "v";
   Value* sum = add_node(g, "aten::add.Tensor", {Arg::of(lo), Arg::of(lo)}, "sum");
   g.add_output(sum);
   g.add_output(a);
@@ -370,9 +370,9 @@ TEST_F(GraphTest, CloneNodeRemapsOperandsCopiesMetadataAndSuffixesNames) {
   Node* split = g.create("aten::split.Tensor", {Arg::of(a), Arg::of_list({Arg::of(a), Arg::integer(2)})});
   split->add_output(ValueType::Tensor, f32({1}), "lo");
   split->add_output(ValueType::Bool, std::nullopt, "hi");
-  split->meta().module_fqn = "layers.0";
-  split->meta().seq_nr = 7;
-  split->meta().recompute = RecomputePolicy::MustRecompute;
+  split->mutable_meta().module_fqn = "layers.0";
+  split->mutable_meta().seq_nr = 7;
+  split->mutable_meta().recompute = RecomputePolicy::MustRecompute;
 
   Node* copy = g.clone_node(*split, [&](Value* v) { return v == a ? b : v; }, split, "_recomputed");
   EXPECT_EQ(g.first_node(), copy);
@@ -482,9 +482,9 @@ TEST_F(GraphTest, HashIsEqualForEqualGraphsAndChangesOnEdit) {
   build(g2);
   EXPECT_EQ(g1.hash(), g2.hash());
 
-  mm1->meta().seq_nr = 3;
+  mm1->mutable_meta().seq_nr = 3;
   EXPECT_NE(g1.hash(), g2.hash());
-  mm1->meta().seq_nr = -1;
+  mm1->mutable_meta().seq_nr = -1;
   EXPECT_EQ(g1.hash(), g2.hash());
 
   mm1->replace_operand(0, g1.inputs()[0]);

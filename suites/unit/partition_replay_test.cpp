@@ -39,10 +39,10 @@ std::unique_ptr<ir::Graph> with(const char* text, const std::function<void(ir::G
 }
 
 void set_custom(ir::Graph& g, const std::string& value, const std::string& key, const std::string& v) {
-  g.find_value(value)->producer()->meta().custom[key] = v;
+  g.find_value(value)->producer()->mutable_meta().custom[key] = v;
 }
 void set_policy(ir::Graph& g, const std::string& value, ir::RecomputePolicy p) {
-  g.find_value(value)->producer()->meta().recompute = p;
+  g.find_value(value)->producer()->mutable_meta().recompute = p;
 }
 
 // 1. test_tag_marks_forward_outputs_saved_by_min_cut

@@ -48,7 +48,7 @@ int64_t force_recompute_all_gathers(ir::Graph& g) {
     while (!chain.empty()) {
       ir::Node* c = chain.back();
       chain.pop_back();
-      c->meta().recompute = ir::RecomputePolicy::MustRecompute;
+      c->mutable_meta().recompute = ir::RecomputePolicy::MustRecompute;
       ++tagged;
       for (const ir::Use& u : c->output(0)->uses())
         if (!u.is_graph_output() && u.user->meta().phase != ir::Phase::Backward &&
@@ -107,7 +107,7 @@ TEST(CseMetadataMerge, SavedOutputsAreTheUnionOrAllWhenEitherListsNone) {
   run_cse(*g);
   EXPECT_EQ(g->find_value("values")->producer()->meta().custom.at("ap_save_outputs"), "0,1");
   auto h = ir::parse_graph(text);
-  h->find_value("values_1")->producer()->meta().custom.erase("ap_save_outputs");
+  h->find_value("values_1")->producer()->mutable_meta().custom.erase("ap_save_outputs");
   run_cse(*h);
   EXPECT_EQ(h->find_value("values")->producer()->meta().custom.count("ap_save_outputs"), 0u);
 }

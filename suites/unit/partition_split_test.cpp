@@ -177,12 +177,12 @@ TEST(PartitionMinCut, SavesTheBannedMatmulAndRecomputesTheCheapRelu) {
 
 TEST(PartitionMinCut, MustRecomputeForcesTheRecomputationAndMustSaveTheSave) {
   auto g = ir::parse_graph(kReluMlp);
-  g->find_value("relu")->producer()->meta().recompute = ir::RecomputePolicy::MustRecompute;
+  g->find_value("relu")->producer()->mutable_meta().recompute = ir::RecomputePolicy::MustRecompute;
   ir::Module module = min_cut(*g);
   EXPECT_EQ(saved_names(module), (std::vector<std::string>{"mm", "sum"}));
   auto h = ir::parse_graph(kReluMlp);
   ir::Node* relu = h->find_value("relu")->producer();
-  relu->meta().recompute = ir::RecomputePolicy::PreferRecompute;  // PyTorch: must_recompute too
+  relu->mutable_meta().recompute = ir::RecomputePolicy::PreferRecompute;  // PyTorch: must_recompute too
   EXPECT_EQ(saved_names(min_cut(*h)), (std::vector<std::string>{"mm", "sum"}));
 }
 
@@ -200,7 +200,7 @@ TEST(PartitionMinCut, RefusesAModuleThatIsAlreadyPartitioned) {
 
 TEST(PartitionMinCut, BudgetBelowOneRecomputesAMatmulToSaveLess) {
   auto g = ir::parse_graph(kReluMlp);
-  g->find_value("relu")->producer()->meta().recompute = ir::RecomputePolicy::MustRecompute;
+  g->find_value("relu")->producer()->mutable_meta().recompute = ir::RecomputePolicy::MustRecompute;
   const int64_t plain = min_cut(*g).linked_bytes(0);
   ir::Module budgeted = min_cut(*g, {{"memory-budget", "0.1"}});
   EXPECT_LT(budgeted.linked_bytes(0), plain);

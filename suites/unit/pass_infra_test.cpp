@@ -494,7 +494,7 @@ TEST(Verifier, FindsOperandsAndOutputsFromAnotherGraph) {
 
 TEST(Verifier, FindsRecomputePolicyOnABackwardNode) {
   auto g = small_graph();
-  find_node(*g, "aten::ones_like")->meta().recompute = ir::RecomputePolicy::MustSave;
+  find_node(*g, "aten::ones_like")->mutable_meta().recompute = ir::RecomputePolicy::MustSave;
   auto issues = issues_of(*g);
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0],
@@ -517,7 +517,7 @@ TEST(Verifier, AllowsRecomputedDuplicatesInTheBackward) {
 )");
   EXPECT_TRUE(issues_of(*g).empty()) << issues_of(*g).front();
   // Without the marker the same node is a forward node after the backward.
-  g->find_value("mm_r")->producer()->meta().custom.clear();
+  g->find_value("mm_r")->producer()->mutable_meta().custom.clear();
   auto issues = issues_of(*g);
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_NE(issues[0].find("forward node after the first backward node"), std::string::npos) << issues[0];
@@ -525,11 +525,11 @@ TEST(Verifier, AllowsRecomputedDuplicatesInTheBackward) {
 
 TEST(Verifier, FindsANegativeAcRegion) {
   auto g = small_graph();
-  find_node(*g, "aten::mm")->meta().ac_region_id = -1;
+  find_node(*g, "aten::mm")->mutable_meta().ac_region_id = -1;
   auto issues = issues_of(*g);
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0], "node `%mm : f32[2, 4] = aten::mm(%x, %w)  #{ac_region=-1}`: ac_region -1 is negative");
-  find_node(*g, "aten::mm")->meta().ac_region_id = 0;
+  find_node(*g, "aten::mm")->mutable_meta().ac_region_id = 0;
   EXPECT_TRUE(issues_of(*g).empty());
 }
 
@@ -561,8 +561,8 @@ TEST(Verifier, AcceptsAGraphWithoutOutputsOrNodes) {
 
 TEST(Verifier, VerifyOrThrowNamesTheContextAndCountsTheRest) {
   auto g = small_graph();
-  find_node(*g, "aten::mm")->meta().ac_region_id = -1;
-  find_node(*g, "aten::relu")->meta().ac_region_id = -2;
+  find_node(*g, "aten::mm")->mutable_meta().ac_region_id = -1;
+  find_node(*g, "aten::relu")->mutable_meta().ac_region_id = -2;
   EXPECT_EQ(error_of<std::runtime_error>([&] { verify_or_throw(*g, "after my-pass"); }),
             "after my-pass: node `%mm : f32[2, 4] = aten::mm(%x, %w)  #{ac_region=-1}`: ac_region -1 is negative "
             "(+1 more)");

@@ -62,11 +62,11 @@ TEST(WantedPlacements, ParserErrorsNameLineAndColumn) {
 TEST(WantedPlacements, VerifierRefusesAListPerSlotOfTheWrongCountOrRank) {
   auto g = parse(kThreeConsumers);
   ir::Node* back = g->find_value("back")->producer();
-  back->meta().wanted_placements.push_back(back->meta().wanted_placements[0]);
+  back->mutable_meta().wanted_placements.push_back(back->meta().wanted_placements[0]);
   auto issues = check::verify_graph(*g);
   ASSERT_FALSE(issues.empty());
   EXPECT_THAT(issues[0].message, HasSubstr("has 2 wanted placements for 1 operands"));
-  back->meta().wanted_placements = {{ir::Placement{}}};
+  back->mutable_meta().wanted_placements = {{ir::Placement{}}};
   issues = check::verify_graph(*g);
   ASSERT_FALSE(issues.empty());
   EXPECT_THAT(issues[0].message, HasSubstr("wanted placement of operand 0 has 1 entries for a mesh of 2 dims"));

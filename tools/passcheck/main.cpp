@@ -236,6 +236,10 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--max-seconds", scaling.max_seconds, "--passes: skip a measurement predicted to take longer")
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
+  bench_cmd->add_option("--baseline", scaling.baseline,
+                        "--passes: another passcheck binary (the code before a change), measured first with the same "
+                        "options; prints both side by side")
+      ->check(CLI::ExistingFile);
   bench_cmd->add_option("--joint-layers", scaling.joint_layers,
                         "--passes: also time the default pipeline on llama3 at this many layers (126: the 405B shape; 0: no)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000}))

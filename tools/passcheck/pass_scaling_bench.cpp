@@ -5,11 +5,17 @@
 
 #include "tools/passcheck/commands.h"
 #include "workflows/bench/pass_scaling.h"
+#include "workflows/gate/processes.h"
 #include "framework/io/files.h"
 #include "framework/version.h"
 
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
+
+#include <unistd.h>
 
 namespace passcheck::cli {
 
@@ -41,6 +47,25 @@ std::vector<int64_t> parse_sizes(const std::string& text) {
   return sizes;
 }
 
+// The same measurement by the baseline binary, read back from its JSON report.
+bench::ScalingReport measure_baseline(const PassScalingArgs& args) {
+  const std::string json =
+      (std::filesystem::temp_directory_path() / ("passcheck-baseline-" + std::to_string(getpid()) + ".json")).string();
+  std::vector<std::string> argv = {args.baseline, "bench", "--passes", "--sizes", args.sizes,
+                                   "--max-seconds", std::to_string(args.max_seconds),
+                                   "--joint-layers", std::to_string(args.joint_layers), "--json", json};
+  if (!args.families.empty()) argv.insert(argv.end(), {"--families", args.families});
+  for (const std::string& p : args.pass_names) argv.insert(argv.end(), {"--pass", p});
+  std::cerr << "baseline: " << args.baseline << "\n";
+  const gate::CapturedOutput run = gate::run_captured(argv);
+  if (run.exit_code != 0)
+    throw std::invalid_argument("--baseline " + args.baseline + " exited with " + std::to_string(run.exit_code) + ": " +
+                                run.output.substr(run.output.size() > 2000 ? run.output.size() - 2000 : 0));
+  std::string text = io::read_file(json, "--baseline report");
+  std::remove(json.c_str());
+  return bench::from_json(text);
+}
+
 }  // namespace
 
 int run_pass_scaling_bench(const PassScalingArgs& args, const std::string& json) {
@@ -53,10 +78,16 @@ int run_pass_scaling_bench(const PassScalingArgs& args, const std::string& json)
     options.max_seconds = args.max_seconds;
     options.joint_layers = args.joint_layers;
     options.progress = &std::cerr;
+    std::optional<bench::ScalingReport> before;
+    if (!args.baseline.empty()) before = measure_baseline(args);
     bench::ScalingReport report = bench::measure_pass_scaling(options, check::PassRegistry::global());
     std::cout << "passcheck bench --passes  (passcheck " << PASSCHECK_VERSION << "; CPU seconds per run, best of up to 5 "
               << "runs under 0.5 s; exponent: least-squares slope of log time against log nodes)\n";
     bench::print_markdown(report, std::cout);
+    if (before) {
+      std::cout << "\n## Before (" << args.baseline << ") and after (this binary), measured one after the other\n";
+      bench::print_side_by_side(*before, report, std::cout);
+    }
     if (!json.empty()) {
       io::write_file(json, bench::to_json(report), "--json report");
       std::cerr << "wrote " << json << "\n";

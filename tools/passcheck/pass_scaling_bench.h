@@ -18,6 +18,9 @@ struct PassScalingArgs {
   double max_seconds = 120;
   /// llama3 layers of the graph the default pipeline is also timed on (126: the 405B shape).
   int64_t joint_layers = 126;
+  /// Another passcheck binary (the code before a change) measured first with the same
+  /// options; the tables then show both side by side.
+  std::string baseline;
 };
 
 /// Times every pass (or --pass ones), the parser, printer, verifier and the default

@@ -174,12 +174,18 @@ Timed time_subject(const ir::Graph& graph, const std::string& subject, const che
       std::vector<check::VerifierIssue> issues = check::verify_graph(graph);
       return Timed{cpu_seconds_since(t0), static_cast<int64_t>(issues.size()), false};
     });
-  if (subject == "pipeline:default") {
+  if (subject == "pipeline:default" || subject == "pipeline:default-ungated") {
     const check::Pipeline pipeline = check::Pipeline::parse("default", registry);
+    check::PipelineOptions options;
+    if (subject == "pipeline:default-ungated") {
+      options.verify_each = false;
+      options.check_changed_claim = false;
+      options.prove_new_claims = false;
+    }
     return best_of([&] {
       std::unique_ptr<ir::Graph> copy = graph.clone();
       const double t0 = CpuClock::now();
-      std::vector<check::PassRecord> records = pipeline.run(*copy);
+      std::vector<check::PassRecord> records = pipeline.run(*copy, options);
       Timed t{cpu_seconds_since(t0), 0, false};
       for (const check::PassRecord& r : records) t.changed |= r.changed;
       return t;
@@ -240,7 +246,7 @@ ScalingReport measure_pass_scaling(const ScalingOptions& options, const check::P
     if (std::find(family_names().begin(), family_names().end(), family) == family_names().end())
       throw std::invalid_argument("unknown graph family '" + family + "' (families: synthetic, llama3, llama3-fsdp, "
                                   "llama3-symbolic)");
-  std::vector<std::string> subjects = {"parse", "print", "verify", "pipeline:default"};
+  std::vector<std::string> subjects = {"parse", "print", "verify", "pipeline:default", "pipeline:default-ungated"};
   if (options.passes.empty()) {
     for (const check::RegisteredPass* p : registry.list()) subjects.push_back(p->info.name);
   } else {
@@ -337,6 +343,29 @@ std::string format_seconds(double s) {
 
 }  // namespace
 
+namespace {
+
+const ScalingRow* find_row(const FamilyResult& f, const std::string& subject) {
+  for (const ScalingRow& row : f.rows)
+    if (row.subject == subject) return &row;
+  return nullptr;
+}
+
+double at(const ScalingRow* row, size_t i) { return row && i < row->seconds.size() ? row->seconds[i] : -1; }
+
+// The default pipeline has five passes; the gate runs after each.
+constexpr double kDefaultPipelinePasses = 5;
+
+std::string gate_cost(const FamilyResult& f, size_t i) {
+  const double gated = at(find_row(f, "pipeline:default"), i), ungated = at(find_row(f, "pipeline:default-ungated"), i);
+  if (gated <= 0 || ungated <= 0 || i >= f.nodes.size()) return "-";
+  char text[48];
+  std::snprintf(text, sizeof text, "%.2f us", (gated - ungated) / (static_cast<double>(f.nodes[i]) * kDefaultPipelinePasses) * 1e6);
+  return text;
+}
+
+}  // namespace
+
 void print_markdown(const ScalingReport& report, std::ostream& out) {
   for (const FamilyResult& f : report.families) {
     out << "\n### " << f.family << "\n\n| subject |";
@@ -364,6 +393,11 @@ void print_markdown(const ScalingReport& report, std::ostream& out) {
         }
       if (!row.note.empty()) work += (work.empty() ? "" : "; ") + row.note;
       out << work << " |\n";
+    }
+    if (find_row(f, "pipeline:default") && find_row(f, "pipeline:default-ungated")) {
+      out << "| gate per node and pass |";
+      for (size_t i = 0; i < f.nodes.size(); ++i) out << " " << gate_cost(f, i) << " |";
+      out << " | | (pipeline:default - ungated) / (nodes x 5 passes) |\n";
     }
   }
   if (report.joint_layers > 0)
@@ -395,6 +429,77 @@ std::string to_json(const ScalingReport& report) {
                                    {"nodes", report.joint_nodes},
                                    {"seconds", report.joint_pipeline_seconds}};
   return j.dump(2) + "\n";
+}
+
+ScalingReport from_json(const std::string& text) {
+  ScalingReport report;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("families") || !j["families"].is_array())
+    throw std::invalid_argument("not a bench --passes JSON report (no \"families\" list)");
+  try {
+    for (const nlohmann::json& f : j["families"]) {
+      FamilyResult family;
+      family.family = f.at("family").get<std::string>();
+      family.nodes = f.at("nodes").get<std::vector<int64_t>>();
+      for (const nlohmann::json& r : f.at("rows")) {
+        ScalingRow row;
+        row.subject = r.at("subject").get<std::string>();
+        for (const nlohmann::json& s : r.at("seconds")) row.seconds.push_back(s.is_null() ? -1.0 : s.get<double>());
+        row.note = r.value("note", "");
+        family.rows.push_back(std::move(row));
+      }
+      report.families.push_back(std::move(family));
+    }
+    if (j.contains("default_pipeline_joint")) {
+      const nlohmann::json& d = j["default_pipeline_joint"];
+      report.joint_layers = d.at("layers").get<int64_t>();
+      report.joint_nodes = d.at("nodes").get<int64_t>();
+      report.joint_pipeline_seconds = d.at("seconds").get<double>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("bench --passes JSON report: ") + e.what());
+  }
+  return report;
+}
+
+void print_side_by_side(const ScalingReport& before, const ScalingReport& after, std::ostream& out) {
+  for (const FamilyResult& a : after.families) {
+    const FamilyResult* b = nullptr;
+    for (const FamilyResult& f : before.families)
+      if (f.family == a.family) b = &f;
+    out << "\n### " << a.family << ": before -> after (speedup)\n\n| subject |";
+    for (size_t i = 0; i < a.nodes.size(); ++i) {
+      out << " " << a.nodes[i] << " nodes";
+      if (b && (i >= b->nodes.size() || b->nodes[i] != a.nodes[i]))
+        out << " (before: " << (i < b->nodes.size() ? std::to_string(b->nodes[i]) : "-") << ")";
+      out << " |";
+    }
+    out << "\n|---|";
+    for (size_t i = 0; i < a.nodes.size(); ++i) out << "---:|";
+    out << "\n";
+    for (const ScalingRow& row : a.rows) {
+      const ScalingRow* old = b ? find_row(*b, row.subject) : nullptr;
+      out << "| " << row.subject << " |";
+      for (size_t i = 0; i < row.seconds.size(); ++i) {
+        const double t0 = at(old, i), t1 = row.seconds[i];
+        out << " " << format_seconds(t0) << " -> " << format_seconds(t1);
+        if (t0 > 0 && t1 > 0) {
+          char ratio[24];
+          std::snprintf(ratio, sizeof ratio, " (%.1fx)", t0 / t1);
+          out << ratio;
+        }
+        out << " |";
+      }
+      out << "\n";
+    }
+    out << "| gate per node and pass |";
+    for (size_t i = 0; i < a.nodes.size(); ++i) out << " " << (b ? gate_cost(*b, i) : "-") << " -> " << gate_cost(a, i) << " |";
+    out << "\n";
+  }
+  if (after.joint_layers > 0)
+    out << "\ndefault pipeline on the llama3 joint graph at " << after.joint_layers << " layers (" << after.joint_nodes
+        << " nodes): " << format_seconds(before.joint_pipeline_seconds) << " -> "
+        << format_seconds(after.joint_pipeline_seconds) << "\n";
 }
 
 }  // namespace passcheck::bench

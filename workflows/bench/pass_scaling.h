@@ -51,7 +51,10 @@ struct ScalingOptions {
 
 /// One subject timed on one family: the parser, a pass or the pipeline.
 struct ScalingRow {
-  std::string subject;  ///< "parse", "print", "verify", "pipeline:default" or a pass name
+  /// "parse", "print", "verify", "pipeline:default" (gated: verifier and changed-claim
+  /// hash after each pass), "pipeline:default-ungated" (the same passes, no gate) or a
+  /// pass name
+  std::string subject;
   std::vector<double> seconds;       ///< per size; < 0: not measured (skipped or refused)
   std::vector<int64_t> work;         ///< per size: rules fired (passes), -1 when unknown
   std::vector<bool> changed;         ///< per size: the pass changed the graph
@@ -84,5 +87,13 @@ ScalingReport measure_pass_scaling(const ScalingOptions& options, const check::P
 void print_markdown(const ScalingReport& report, std::ostream& out);
 /// The report as JSON text.
 std::string to_json(const ScalingReport& report);
+/// A report read back from to_json's text (a baseline binary's); throws
+/// std::invalid_argument naming what is missing.
+ScalingReport from_json(const std::string& text);
+
+/// Before and after side by side, per family: subject x size, each cell "before -> after
+/// (speedup)", then the gate's cost per node and pass (pipeline:default against
+/// pipeline:default-ungated) at each size.
+void print_side_by_side(const ScalingReport& before, const ScalingReport& after, std::ostream& out);
 
 }  // namespace passcheck::bench
