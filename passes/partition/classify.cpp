@@ -5,7 +5,7 @@
 #include "passes/partition/classify.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include <cstdint>
 
 namespace passcheck::passes {
 
@@ -18,64 +18,100 @@ const char* to_string(NodeClass c) {
   return "unclaimed";
 }
 
+uint32_t Classification::value_id(const ir::Value* v) const {
+  if (v->is_graph_input()) return index.find(v);
+  const uint32_t p = index.find(v->producer());
+  return p == npos ? npos : output_id(p, v->output_index());
+}
+
 NodeClass Classification::class_of(const ir::Node* node) const {
-  auto it = of.find(node);
-  return it == of.end() ? NodeClass::Unclaimed : it->second;
+  const uint32_t p = index.find(node);
+  return p == npos ? NodeClass::Unclaimed : classes[p];
 }
 
 size_t Classification::count(NodeClass c) const {
-  size_t n = 0;
-  for (const auto& [node, cls] : of) n += cls == c;
-  return n;
+  return static_cast<size_t>(std::count(classes.begin(), classes.end(), c));
 }
 
 Classification classify_nodes(const ir::Graph& joint) {
-  Classification result;
-  std::unordered_set<const ir::Node*> backward;
-  // Graph order is topological, so one sweep closes the set over users.
+  Classification r;
+  const size_t num_nodes = joint.num_nodes();
+  r.num_inputs = joint.inputs().size();
+  r.index.reserve(num_nodes + r.num_inputs);
+  for (size_t i = 0; i < r.num_inputs; ++i) r.index.insert(joint.inputs()[i], static_cast<uint32_t>(i));
+  r.nodes.reserve(num_nodes);
+  r.first_output.reserve(num_nodes + 1);
+  r.value_producer.assign(r.num_inputs, Classification::npos);
+  uint32_t outputs = 0;
   for (const ir::Node* n : joint.nodes()) {
-    bool is_bw = n->meta().phase == ir::Phase::Backward || n->meta().phase == ir::Phase::Optimizer;
-    for (size_t i = 0; !is_bw && i < n->num_operands(); ++i) {
-      const ir::Node* p = n->operand(i)->producer();
-      is_bw = p && backward.count(p);
-    }
-    if (is_bw) backward.insert(n);
-    result.of[n] = is_bw ? NodeClass::RequiredBackward : NodeClass::Unclaimed;
+    const auto p = static_cast<uint32_t>(r.nodes.size());
+    r.index.insert(n, p);
+    r.nodes.push_back(n);
+    r.first_output.push_back(outputs);
+    outputs += static_cast<uint32_t>(n->num_outputs());
+    r.value_producer.insert(r.value_producer.end(), n->num_outputs(), p);
   }
-  std::vector<const ir::Node*> stack;
+  r.first_output.push_back(outputs);
+
+  // Required backward: graph order is topological, so one sweep closes the set over users.
+  r.classes.assign(r.nodes.size(), NodeClass::Unclaimed);
+  r.operand_begin.reserve(r.nodes.size() + 1);
+  for (uint32_t p = 0; p < r.nodes.size(); ++p) {
+    const ir::Node* n = r.nodes[p];
+    r.operand_begin.push_back(static_cast<uint32_t>(r.operand_ids.size()));
+    bool is_bw = n->meta().phase == ir::Phase::Backward || n->meta().phase == ir::Phase::Optimizer;
+    for (size_t i = 0; i < n->num_operands(); ++i) {
+      const uint32_t id = r.value_id(n->operand(i));
+      r.operand_ids.push_back(id);
+      if (is_bw || id == Classification::npos) continue;
+      const uint32_t q = r.value_producer[id];
+      // An operand produced later is not (yet) backward, as the walk in graph order saw it.
+      is_bw = q != Classification::npos && q < p && r.classes[q] == NodeClass::RequiredBackward;
+    }
+    if (is_bw) r.classes[p] = NodeClass::RequiredBackward;
+  }
+  r.operand_begin.push_back(static_cast<uint32_t>(r.operand_ids.size()));
+
+  // Required forward: what the forward results depend on, stopping at the backward.
+  std::vector<uint32_t> stack;
   for (const ir::Value* out : joint.outputs()) {
-    const bool bw = out->producer() && backward.count(out->producer());
-    result.output_is_backward.push_back(bw);
-    if (!bw && out->producer()) stack.push_back(out->producer());
+    const uint32_t p = out->producer() ? r.position(out->producer()) : Classification::npos;
+    const bool bw = p != Classification::npos && r.classes[p] == NodeClass::RequiredBackward;
+    r.output_is_backward.push_back(bw);
+    if (!bw && p != Classification::npos) stack.push_back(p);
   }
   while (!stack.empty()) {
-    const ir::Node* n = stack.back();
+    const uint32_t p = stack.back();
     stack.pop_back();
-    NodeClass& cls = result.of[n];
-    if (cls != NodeClass::Unclaimed) continue;
-    cls = NodeClass::RequiredForward;
-    for (size_t i = 0; i < n->num_operands(); ++i)
-      if (const ir::Node* p = n->operand(i)->producer()) stack.push_back(p);
+    if (r.classes[p] != NodeClass::Unclaimed) continue;
+    r.classes[p] = NodeClass::RequiredForward;
+    for (uint32_t s = r.operand_begin[p]; s < r.operand_begin[p + 1]; ++s) {
+      const uint32_t id = r.operand_ids[s];
+      if (id != Classification::npos && r.value_producer[id] != Classification::npos)
+        stack.push_back(r.value_producer[id]);
+    }
   }
-  return result;
+  return r;
 }
 
 std::vector<const ir::Value*> forward_values_read_by_backward(const ir::Graph& joint, const Classification& classes) {
-  std::vector<const ir::Value*> result;
-  std::unordered_set<const ir::Value*> seen;
-  for (const ir::Node* n : joint.nodes()) {
-    if (!classes.is_backward(n)) continue;
-    for (size_t i = 0; i < n->num_operands(); ++i) {
-      const ir::Value* v = n->operand(i);
-      if (v->is_graph_input() || classes.is_backward(v->producer())) continue;
-      if (seen.insert(v).second) result.push_back(v);
+  (void)joint;
+  // Value ids are in graph order of the producers, then output index: a scan of the
+  // marked ids is the order a saved set reads in whatever walk found it.
+  std::vector<uint8_t> read(classes.num_values(), 0);
+  for (uint32_t p = 0; p < classes.nodes.size(); ++p) {
+    if (!classes.is_backward_at(p)) continue;
+    for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s) {
+      const uint32_t id = classes.operand_ids[s];
+      if (id == Classification::npos || id < classes.num_inputs) continue;
+      if (classes.is_backward_at(classes.value_producer[id])) continue;
+      read[id] = 1;
     }
   }
-  // Graph order of the producers, so a saved set reads the same whatever walk found it.
-  std::stable_sort(result.begin(), result.end(), [](const ir::Value* a, const ir::Value* b) {
-    return a->producer() != b->producer() ? a->producer()->is_before(b->producer())
-                                          : a->output_index() < b->output_index();
-  });
+  std::vector<const ir::Value*> result;
+  for (uint32_t p = 0; p < classes.nodes.size(); ++p)
+    for (size_t k = 0; k < classes.nodes[p]->num_outputs(); ++k)
+      if (read[classes.output_id(p, k)]) result.push_back(classes.nodes[p]->output(k));
   return result;
 }
 
@@ -90,8 +126,9 @@ check::PassResult classify_nodes_pass(ir::Graph& graph, const check::PassOptions
   check::PassResult result;
   check::Decisions d(result, options);
   const Classification classes = classify_nodes(graph);
+  size_t p = 0;
   for (ir::Node* n : graph.nodes()) {
-    const std::string cls = to_string(classes.class_of(n));
+    const char* cls = to_string(classes.classes[p++]);
     const auto& custom = n->meta().custom;
     auto it = custom.find(partition_class_key());
     if (it != custom.end() && it->second == cls) continue;

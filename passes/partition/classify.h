@@ -9,9 +9,10 @@
 
 #include "framework/check/pass.h"
 #include "framework/ir/graph.h"
+#include "passes/partition/pointer_index.h"
 
+#include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace passcheck::passes {
@@ -21,13 +22,39 @@ enum class NodeClass { RequiredForward, RequiredBackward, Unclaimed };
 const char* to_string(NodeClass c);
 
 struct Classification {
-  std::unordered_map<const ir::Node*, NodeClass> of;
+  /// The classified graph's nodes in graph order; a node's position indexes the vectors
+  /// below.
+  std::vector<const ir::Node*> nodes;
+  /// Class per position.
+  std::vector<NodeClass> classes;
   /// Per joint output: true when a required-backward node produces it.
   std::vector<bool> output_is_backward;
 
-  /// Class of `node` (Unclaimed for a node the map does not hold).
+  // Dense value ids, in graph order: graph input i is i; output k of the node at
+  // position p is num_inputs + first_output[p] + k.
+  size_t num_inputs = 0;
+  std::vector<uint32_t> first_output;     // per position, and one past the last
+  std::vector<uint32_t> value_producer;   // per value id: the producer's position, npos for a graph input
+  std::vector<uint32_t> operand_begin;    // per position, and one past the last: range in operand_ids
+  std::vector<uint32_t> operand_ids;      // per operand slot: the value id (npos: not a value of the graph)
+  PointerIndex index;                     // node -> position, graph input -> its number
+
+  static constexpr uint32_t npos = PointerIndex::npos;
+
+  /// Position of `node` in `nodes`, npos for a node of another graph.
+  uint32_t position(const ir::Node* node) const { return index.find(node); }
+  /// Dense id of `v`, npos for a value of another graph.
+  uint32_t value_id(const ir::Value* v) const;
+  size_t num_values() const { return num_inputs + (first_output.empty() ? 0 : first_output.back()); }
+  /// Value id of output k of the node at position p.
+  uint32_t output_id(uint32_t p, size_t k) const {
+    return static_cast<uint32_t>(num_inputs + first_output[p] + k);
+  }
+
+  /// Class of `node` (Unclaimed for a node of another graph).
   NodeClass class_of(const ir::Node* node) const;
   bool is_backward(const ir::Node* node) const { return class_of(node) == NodeClass::RequiredBackward; }
+  bool is_backward_at(uint32_t p) const { return classes[p] == NodeClass::RequiredBackward; }
   /// True for a graph input or a value of a node outside the backward.
   bool is_forward_value(const ir::Value* v) const { return v->is_graph_input() || !is_backward(v->producer()); }
   size_t count(NodeClass c) const;

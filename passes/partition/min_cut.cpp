@@ -23,33 +23,34 @@
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 #include "passes/ac/ac_passes.h"
+#include "passes/partition/op_facts.h"
 #include "passes/partition/save_all.h"
 #include "passes/partition/split.h"
 
-#include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/boykov_kolmogorov_max_flow.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+#include <boost/property_map/property_map.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
-#include <set>
-#include <unordered_map>
-#include <unordered_set>
+#include <optional>
+#include <utility>
 
 namespace passcheck::passes {
 
 namespace {
 
-using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
-using FlowGraph = boost::adjacency_list<
-    boost::vecS, boost::vecS, boost::directedS,
-    boost::property<boost::vertex_color_t, boost::default_color_type,
-                    boost::property<boost::vertex_distance_t, int64_t,
-                                    boost::property<boost::vertex_predecessor_t, Traits::edge_descriptor>>>,
-    boost::property<boost::edge_capacity_t, int64_t,
-                    boost::property<boost::edge_residual_capacity_t, int64_t,
-                                    boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
-using Vertex = Traits::vertex_descriptor;
+// The flow network in compressed sparse row form: flat arrays, no allocation per vertex
+// or edge. Vertices are numbered and each vertex's out-edges ordered as an
+// adjacency_list built by the same add_vertex / add_edge calls would hold them (an edge
+// u -> v, then its reverse v -> u, appended to u's and v's lists), so Boykov-Kolmogorov
+// runs the same search.
+using CsrGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, boost::no_property,
+                                                    boost::no_property, uint32_t, uint32_t>;
+using Vertex = boost::graph_traits<CsrGraph>::vertex_descriptor;
+using Edge = boost::graph_traits<CsrGraph>::edge_descriptor;
 
 // Large enough that no finite cut reaches it, small enough that a few of them add up
 // without overflow.
@@ -58,29 +59,75 @@ constexpr int64_t kMaxDistFromBackward = 1000;
 
 class FlowNetwork {
  public:
-  FlowNetwork() : source_(boost::add_vertex(g_)), sink_(boost::add_vertex(g_)) {}
+  FlowNetwork(size_t vertices, size_t edges) {
+    edges_.reserve(edges);
+    source_ = add_vertex();
+    sink_ = add_vertex();
+    (void)vertices;
+  }
   Vertex source() const { return source_; }
   Vertex sink() const { return sink_; }
-  Vertex add_vertex() { return boost::add_vertex(g_); }
-  void add_edge(Vertex u, Vertex v, int64_t capacity) {
-    auto capacity_map = boost::get(boost::edge_capacity, g_);
-    auto reverse_map = boost::get(boost::edge_reverse, g_);
-    auto e = boost::add_edge(u, v, g_).first;
-    auto r = boost::add_edge(v, u, g_).first;
-    capacity_map[e] = capacity;
-    capacity_map[r] = 0;
-    reverse_map[e] = r;
-    reverse_map[r] = e;
+  Vertex add_vertex() { return num_vertices_++; }
+  void add_edge(Vertex u, Vertex v, int64_t capacity) { edges_.push_back({u, v, capacity}); }
+
+  int64_t max_flow() {
+    const size_t n = num_vertices_;
+    const size_t m = 2 * edges_.size();
+    // Counting sort by source, keeping each vertex's insertion order.
+    std::vector<uint32_t> next(n + 1, 0);
+    for (const PendingEdge& e : edges_) {
+      ++next[e.u + 1];
+      ++next[e.v + 1];
+    }
+    for (size_t i = 1; i <= n; ++i) next[i] += next[i - 1];
+    std::vector<std::pair<uint32_t, uint32_t>> sorted(m);
+    std::vector<int64_t> capacity(m);
+    std::vector<uint32_t> reverse_index(m);
+    for (const PendingEdge& e : edges_) {
+      const uint32_t i = next[e.u]++;
+      const uint32_t j = next[e.v]++;
+      sorted[i] = {e.u, e.v};
+      sorted[j] = {e.v, e.u};
+      capacity[i] = e.capacity;
+      capacity[j] = 0;
+      reverse_index[i] = j;
+      reverse_index[j] = i;
+    }
+    std::vector<PendingEdge>().swap(edges_);
+    std::vector<uint32_t>().swap(next);
+    CsrGraph g(boost::edges_are_sorted, sorted.begin(), sorted.end(), static_cast<uint32_t>(n),
+               static_cast<uint32_t>(m));
+    std::vector<Edge> reverse(m);
+    for (size_t i = 0; i < m; ++i)
+      reverse[i] = Edge(sorted[reverse_index[i]].first, reverse_index[i]);
+    std::vector<std::pair<uint32_t, uint32_t>>().swap(sorted);
+    std::vector<uint32_t>().swap(reverse_index);
+    std::vector<int64_t> residual(m);
+    std::vector<Edge> predecessor(n);
+    std::vector<int64_t> distance(n);
+    color_.assign(n, boost::default_color_type{});
+    const auto edge_index = boost::get(boost::edge_index, g);
+    const auto vertex_index = boost::get(boost::vertex_index, g);
+    return boost::boykov_kolmogorov_max_flow(
+        g, boost::make_iterator_property_map(capacity.begin(), edge_index),
+        boost::make_iterator_property_map(residual.begin(), edge_index),
+        boost::make_iterator_property_map(reverse.begin(), edge_index),
+        boost::make_iterator_property_map(predecessor.begin(), vertex_index),
+        boost::make_iterator_property_map(color_.begin(), vertex_index),
+        boost::make_iterator_property_map(distance.begin(), vertex_index), vertex_index, source_, sink_);
   }
-  int64_t max_flow() { return boost::boykov_kolmogorov_max_flow(g_, source_, sink_); }
   /// After max_flow: on the source side of the minimal cut.
-  bool source_side(Vertex v) const {
-    return boost::get(boost::vertex_color, g_, v) == boost::color_traits<boost::default_color_type>::black();
-  }
+  bool source_side(Vertex v) const { return color_[v] == boost::color_traits<boost::default_color_type>::black(); }
 
  private:
-  FlowGraph g_;
-  Vertex source_, sink_;
+  struct PendingEdge {
+    uint32_t u, v;
+    int64_t capacity;
+  };
+  std::vector<PendingEdge> edges_;
+  std::vector<boost::default_color_type> color_;
+  uint32_t num_vertices_ = 0;
+  Vertex source_ = 0, sink_ = 0;
 };
 
 int64_t value_bytes(const ir::Value* v) {
@@ -90,36 +137,38 @@ int64_t value_bytes(const ir::Value* v) {
 
 // PyTorch's dist_from_bw, per value (an output of a multi-output node is PyTorch's
 // getitem node, with its own distance): 0 outside the required forward, else one more
-// than the nearest user's; a node's distance is its nearest output's.
+// than the nearest user's; a node's distance is its nearest output's. Indexed by
+// position and value id (Classification).
 struct Distances {
-  std::unordered_map<const ir::Node*, int64_t> node;
-  std::unordered_map<const ir::Value*, int64_t> value;
+  std::vector<int64_t> node;
+  std::vector<int64_t> value;
 };
 
-Distances distances_to_backward(const ir::Graph& joint, const Classification& classes) {
+Distances distances_to_backward(const Classification& classes) {
+  constexpr int64_t kFar = 1000000000;
   Distances dist;
-  std::vector<ir::Node*> nodes = joint.node_list();
-  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-    const ir::Node* n = *it;
-    const bool forward = classes.class_of(n) == NodeClass::RequiredForward;
-    int64_t nearest = forward ? 1000000000 : 0;
-    for (const ir::Value* out : n->outputs()) {
-      int64_t d = forward ? 1000000000 : 0;
-      if (forward)
-        for (const ir::Use& u : out->uses())
-          if (!u.is_graph_output()) d = std::min(d, dist.node.at(u.user) + 1);
-      dist.value[out] = d;
+  const size_t n = classes.nodes.size();
+  dist.node.assign(n, 0);
+  // value[id] gathers min(user's distance + 1) over the users seen so far; the reverse
+  // walk reaches every user before the producer.
+  dist.value.assign(classes.num_values(), kFar);
+  for (size_t p = n; p-- > 0;) {
+    const bool forward = classes.classes[p] == NodeClass::RequiredForward;
+    int64_t nearest = forward ? kFar : 0;
+    const size_t outputs = classes.first_output[p + 1] - classes.first_output[p];
+    for (size_t k = 0; k < outputs; ++k) {
+      int64_t& d = dist.value[classes.output_id(static_cast<uint32_t>(p), k)];
+      if (!forward) d = 0;
       nearest = std::min(nearest, d);
     }
-    dist.node[n] = nearest;
+    dist.node[p] = nearest;
+    for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s) {
+      const uint32_t id = classes.operand_ids[s];
+      if (id != Classification::npos) dist.value[id] = std::min(dist.value[id], nearest + 1);
+    }
   }
   return dist;
 }
-
-struct Candidate {
-  const ir::Node* node;
-  const char* ban;  // null: not banned
-};
 
 struct Cut {
   std::vector<const ir::Value*> saved;
@@ -127,18 +176,24 @@ struct Cut {
   int64_t capacity = 0;
 };
 
-}  // namespace
-
-namespace {
-
-// The kernels scaled_dot_product_attention and the grouped/scaled matmuls dispatch to on
-// the CPU and for low precision. PyTorch's min-cut never recomputes them: it bans every
-// op outside its recomputable allowlist, and none of these is on it.
-bool is_heavy_kernel_outside_the_classic_list(const std::string& base) {
-  static const char* const kOps[] = {"_scaled_dot_product_flash_attention_for_cpu",
-                                     "_scaled_dot_product_fused_attention_overrideable",
-                                     "_scaled_dot_product_attention_math", "_scaled_mm", "_grouped_mm"};
-  return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return base == op; });
+const char* ban_reason(const ir::Node& node, NodeClass cls, int64_t dist_from_backward, const OpFacts& facts,
+                       const char* unsafe) {
+  if (unsafe) return unsafe;  // random first, as unsafe_to_recompute checks it first
+  if (cls != NodeClass::RequiredForward) return nullptr;
+  if (node.meta().recompute == ir::RecomputePolicy::MustSave) return "must-save";
+  if (facts.collective) return "collective";
+  if (facts.compute_intensive) return "compute-intensive";
+  if (!facts.aliases_input && node.num_outputs() > 0) {
+    int64_t in_bytes = 0, out_bytes = 0;
+    for (size_t i = 0; i < node.num_operands(); ++i) {
+      const ir::Value* v = node.operand(i);
+      if (v->type() == ir::ValueType::Tensor && v->meta()) in_bytes += v->meta()->nbytes();
+    }
+    for (const ir::Value* v : node.outputs()) out_bytes += value_bytes(v);
+    if (out_bytes * 4 < in_bytes) return "reduction";
+  }
+  if (dist_from_backward > kMaxDistFromBackward) return "far-from-backward";
+  return nullptr;
 }
 
 }  // namespace
@@ -156,78 +211,82 @@ bool is_compute_intensive(const ir::Node& node) {
 }
 
 const char* ban_reason(const ir::Node& node, NodeClass cls, int64_t dist_from_backward) {
-  if (exec::is_random(node)) return "random";
-  if (const char* why = unsafe_to_recompute(node)) return why;
-  if (cls != NodeClass::RequiredForward) return nullptr;
-  if (node.meta().recompute == ir::RecomputePolicy::MustSave) return "must-save";
-  if (exec::is_collective(node)) return "collective";
-  if (is_compute_intensive(node)) return "compute-intensive";
-  if (!exec::aliases_input(node) && node.num_outputs() > 0) {
-    int64_t in_bytes = 0, out_bytes = 0;
-    for (const ir::Value* v : node.operands())
-      if (v->type() == ir::ValueType::Tensor && v->meta()) in_bytes += v->meta()->nbytes();
-    for (const ir::Value* v : node.outputs()) out_bytes += value_bytes(v);
-    if (out_bytes * 4 < in_bytes) return "reduction";
-  }
-  if (dist_from_backward > kMaxDistFromBackward) return "far-from-backward";
-  return nullptr;
+  OpFactsCache ops;
+  const OpFacts& facts = ops.of(node);
+  return ban_reason(node, cls, dist_from_backward, facts, unsafe_to_recompute(node, facts));
 }
 
 namespace {
 
-// One max-flow over `joint` with the nodes of `unbanned` treated as recomputable.
-Cut cut_once(const ir::Graph& joint, const Classification& classes,
-             const Distances& dist, const std::vector<Candidate>& bans,
-             const std::unordered_set<const ir::Node*>& unbanned, const MutationIndex& mutations) {
-  FlowNetwork net;
-  std::unordered_map<const ir::Value*, std::pair<Vertex, Vertex>> value_edge;  // X_in, X_out per value
-  std::unordered_map<const ir::Node*, Vertex> node_in;
-  auto weight = [&](const ir::Value* v, int64_t d) {
-    const double scale = std::pow(1.1, static_cast<double>(std::max<int64_t>(std::min<int64_t>(d, 100), 1)));
-    int64_t w = static_cast<int64_t>(static_cast<double>(value_bytes(v)) * scale);
-    if (v->producer() && exec::aliases_input(*v->producer())) w *= 2;  // a view is not materialized
+// What min-cut knows of each node (by position) before any cut.
+struct NodeFacts {
+  std::vector<const OpFacts*> op;
+  /// unsafe_to_recompute's reason, or "reads-value-written-later"; null when safe (and
+  /// for backward nodes, which are never asked).
+  std::vector<const char*> unsafe_why;
+  std::vector<uint8_t> unsafe;          // unsafe_to_recompute || reads a value written later
+  std::vector<uint8_t> to_sink;         // recomputable and safe: forced to the sink before any ban
+  std::vector<const char*> ban;         // the ban counted for the node (null: none)
+};
+
+// One max-flow over the classified joint graph with the nodes marked in `unbanned` treated as recomputable.
+Cut cut_once(const Classification& classes, const Distances& dist, const NodeFacts& facts,
+             const std::vector<uint8_t>& unbanned, const std::vector<double>& scale) {
+  const size_t n = classes.nodes.size();
+  const size_t values = classes.num_values();
+  FlowNetwork net(2 + 2 * values + n, 2 * classes.num_inputs + values + 2 * n + classes.operand_ids.size());
+  std::vector<Vertex> value_in(values), value_out(values), node_in(n);  // X_in, X_out per value
+  auto weight = [&](const ir::Value* v, int64_t d, bool view) {
+    int64_t w = static_cast<int64_t>(static_cast<double>(value_bytes(v)) *
+                                     scale[static_cast<size_t>(std::max<int64_t>(std::min<int64_t>(d, 100), 1))]);
+    if (view) w *= 2;  // a view is not materialized
     return w;
   };
-  for (const ir::Value* in : joint.inputs()) {
+  for (size_t i = 0; i < classes.num_inputs; ++i) {
     Vertex a = net.add_vertex(), b = net.add_vertex();
     net.add_edge(net.source(), a, kInfinite);
     net.add_edge(a, b, 0);
-    value_edge[in] = {a, b};
+    value_in[i] = a;
+    value_out[i] = b;
   }
-  std::unordered_map<const ir::Node*, const char*> ban_of;
-  for (const Candidate& c : bans) ban_of[c.node] = c.ban;
-  for (const ir::Node* n : joint.nodes()) {
-    Vertex in = net.add_vertex();
-    node_in[n] = in;
-    if (n->num_outputs() == 1) {
-      value_edge[n->output(0)] = {in, net.add_vertex()};
-    } else if (n->num_outputs() > 1) {
+  for (uint32_t p = 0; p < n; ++p) {
+    const ir::Node* node = classes.nodes[p];
+    const Vertex in = net.add_vertex();
+    node_in[p] = in;
+    const size_t outputs = node->num_outputs();
+    if (outputs == 1) {
+      const uint32_t id = classes.output_id(p, 0);
+      value_in[id] = in;
+      value_out[id] = net.add_vertex();
+    } else if (outputs > 1) {
       Vertex out = net.add_vertex();
       net.add_edge(in, out, kInfinite);
-      for (const ir::Value* v : n->outputs()) {
+      for (size_t k = 0; k < outputs; ++k) {
+        const uint32_t id = classes.output_id(p, k);
         Vertex a = net.add_vertex();
         net.add_edge(out, a, kInfinite);
-        value_edge[v] = {a, net.add_vertex()};
+        value_in[id] = a;
+        value_out[id] = net.add_vertex();
       }
     }
   }
-  for (const ir::Node* n : joint.nodes()) {
-    const Vertex in = node_in.at(n);
-    for (size_t i = 0; i < n->num_operands(); ++i) net.add_edge(value_edge.at(n->operand(i)).second, in, kInfinite);
-    if (classes.is_backward(n)) {
+  for (uint32_t p = 0; p < n; ++p) {
+    const Vertex in = node_in[p];
+    for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s) {
+      const uint32_t id = classes.operand_ids[s];
+      if (id == Classification::npos) throw std::out_of_range("partition-min-cut: an operand is not a value of the graph");
+      net.add_edge(value_out[id], in, kInfinite);
+    }
+    if (classes.is_backward_at(p) || facts.to_sink[p]) {
       net.add_edge(in, net.sink(), kInfinite);
       continue;
     }
-    const char* ban = ban_of.count(n) ? ban_of.at(n) : nullptr;
-    const bool unsafe = unsafe_to_recompute(*n) || mutations.reads_value_written_later(*n);
-    if (ir::is_recomputable(n->meta().recompute) && !unsafe) {
-      net.add_edge(in, net.sink(), kInfinite);
-      continue;
-    }
-    if (unsafe || (ban && !unbanned.count(n))) net.add_edge(net.source(), in, kInfinite);
-    for (const ir::Value* v : n->outputs()) {
-      auto [a, b] = value_edge.at(v);
-      net.add_edge(a, b, weight(v, dist.value.at(v)));
+    if (facts.unsafe[p] || (facts.ban[p] && !unbanned[p])) net.add_edge(net.source(), in, kInfinite);
+    const ir::Node* node = classes.nodes[p];
+    const bool view = facts.op[p]->aliases_input;
+    for (size_t k = 0; k < node->num_outputs(); ++k) {
+      const uint32_t id = classes.output_id(p, k);
+      net.add_edge(value_in[id], value_out[id], weight(node->output(k), dist.value[id], view));
     }
   }
   Cut cut;
@@ -237,14 +296,16 @@ Cut cut_once(const ir::Graph& joint, const Classification& classes,
         "partition-min-cut: no finite cut: some backward node depends on a node that is both banned from "
         "recomputation and forced to recompute",
         {});
-  for (const ir::Node* n : joint.nodes())
-    for (const ir::Value* v : n->outputs()) {
-      auto [a, b] = value_edge.at(v);
-      if (net.source_side(a) && !net.source_side(b)) {
-        cut.saved.push_back(v);
-        cut.bytes += value_bytes(v);
+  for (uint32_t p = 0; p < n; ++p) {
+    const ir::Node* node = classes.nodes[p];
+    for (size_t k = 0; k < node->num_outputs(); ++k) {
+      const uint32_t id = classes.output_id(p, k);
+      if (net.source_side(value_in[id]) && !net.source_side(value_out[id])) {
+        cut.saved.push_back(node->output(k));
+        cut.bytes += value_bytes(node->output(k));
       }
     }
+  }
   return cut;
 }
 
@@ -252,25 +313,49 @@ Cut cut_once(const ir::Graph& joint, const Classification& classes,
 
 MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& classes, const MinCutOptions& options,
                                   check::Decisions& d) {
-  const auto dist = distances_to_backward(joint, classes);
-  const MutationIndex mutations(joint);
-  std::vector<Candidate> bans;
-  std::vector<const ir::Node*> unbannable;  // compute-intensive only: what a budget may unban
-  for (const ir::Node* n : joint.nodes()) {
-    if (classes.is_backward(n)) continue;
-    if (ir::is_recomputable(n->meta().recompute) && !unsafe_to_recompute(*n) && !mutations.reads_value_written_later(*n))
+  const Distances dist = distances_to_backward(classes);
+  const size_t n = classes.nodes.size();
+  OpFactsCache ops;
+  const WrittenStorage written(classes, ops);
+  NodeFacts facts;
+  facts.op.resize(n);
+  for (uint32_t p = 0; p < n; ++p) facts.op[p] = &written.op(p);
+  // Asked only about nodes that read a storage written in place (built on first need).
+  std::optional<MutationIndex> mutations;
+  auto reads_value_written_later = [&](uint32_t p) {
+    if (!written.reads_written_storage(p)) return false;
+    if (!mutations) mutations.emplace(joint);
+    return mutations->reads_value_written_later(*classes.nodes[p]);
+  };
+  facts.unsafe_why.assign(n, nullptr);
+  facts.unsafe.assign(n, 0);
+  facts.to_sink.assign(n, 0);
+  facts.ban.assign(n, nullptr);
+  std::vector<uint32_t> unbannable;  // compute-intensive only: what a budget may unban
+  for (uint32_t p = 0; p < n; ++p) {
+    if (classes.is_backward_at(p)) continue;
+    const ir::Node* node = classes.nodes[p];
+    const char* unsafe = unsafe_to_recompute(*node, *facts.op[p]);
+    const bool reads_later = reads_value_written_later(p);
+    facts.unsafe[p] = unsafe || reads_later;
+    facts.unsafe_why[p] = unsafe;
+    if (ir::is_recomputable(node->meta().recompute) && !facts.unsafe[p]) {
+      facts.to_sink[p] = 1;
       continue;  // forced to the sink before any ban
-    const char* why = ban_reason(*n, classes.class_of(n), dist.node.at(n));
-    if (why && std::string(why) == "compute-intensive" && d.injected("recompute-cpu-attention") &&
-        is_heavy_kernel_outside_the_classic_list(n->op_base()))
+    }
+    const char* why = ban_reason(*node, classes.classes[p], dist.node[p], *facts.op[p], unsafe);
+    if (why && std::strcmp(why, "compute-intensive") == 0 && d.injected("recompute-cpu-attention") &&
+        facts.op[p]->heavy_outside_classic_list)
       why = nullptr;  // the injected bug: only the classic list is banned
-    if (!why && mutations.reads_value_written_later(*n)) why = "reads-value-written-later";
+    if (!why && reads_later) why = "reads-value-written-later";
     if (!why || !d.refuse(why, true)) continue;
-    bans.push_back({n, why});
-    if (std::string(why) == "compute-intensive") unbannable.push_back(n);
+    facts.ban[p] = why;
+    if (std::strcmp(why, "compute-intensive") == 0) unbannable.push_back(p);
   }
-  std::unordered_set<const ir::Node*> unbanned;
-  Cut best = cut_once(joint, classes, dist, bans, unbanned, mutations);
+  std::vector<double> scale(101);
+  for (int64_t k = 1; k <= 100; ++k) scale[static_cast<size_t>(k)] = std::pow(1.1, static_cast<double>(k));
+  std::vector<uint8_t> unbanned(n, 0);
+  Cut best = cut_once(classes, dist, facts, unbanned, scale);
   MinCutResult result;
   result.unbudgeted_bytes = best.bytes;
   const double target = options.memory_budget * static_cast<double>(best.bytes);
@@ -279,8 +364,8 @@ MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& 
     bool fits = false;
     Cut last = best;
     for (size_t k = 1; k <= unbannable.size() && !fits; ++k) {
-      unbanned.insert(unbannable[k - 1]);
-      last = cut_once(joint, classes, dist, bans, unbanned, mutations);
+      unbanned[unbannable[k - 1]] = 1;
+      last = cut_once(classes, dist, facts, unbanned, scale);
       fits = static_cast<double>(last.bytes) <= target;
       // The first fitting k, else the fewest bytes (the first such k): a smaller budget
       // then never saves more.
@@ -290,8 +375,8 @@ MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& 
       }
     }
     if (!fits && d.injected("budget-fallback-to-plain-cut")) {
-      unbanned.clear();
-      best = cut_once(joint, classes, dist, bans, unbanned, mutations);
+      std::fill(unbanned.begin(), unbanned.end(), 0);
+      best = cut_once(classes, dist, facts, unbanned, scale);
       best_k = 0;
     }
     d.fire("unban-for-budget", static_cast<int64_t>(best_k));

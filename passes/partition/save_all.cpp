@@ -6,12 +6,15 @@
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 #include "passes/ac/ac_passes.h"
+#include "passes/partition/op_facts.h"
 #include "passes/partition/split.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
-#include <set>
-#include <unordered_set>
+#include <optional>
+#include <stdexcept>
+#include <utility>
 
 namespace passcheck::passes {
 
@@ -43,11 +46,14 @@ bool tagged_must_save(const ir::Node& n) {
 
 std::vector<const ir::Value*> replay_saved_values(const ir::Graph& joint, const Classification& classes,
                                                   ReplaySemantics semantics, check::Decisions& d) {
+  constexpr uint32_t npos = Classification::npos;
   const bool landed = semantics == ReplaySemantics::Landed;
   const bool ignore_multi_output_tags = d.injected("ignore-multi-output-tags");
-  std::unordered_set<const ir::Value*> tagged;
-  for (const ir::Node* n : joint.nodes()) {
-    if (classes.is_backward(n)) continue;
+  const size_t num_nodes = classes.nodes.size();
+  std::vector<uint8_t> tagged(classes.num_values(), 0);  // by value id
+  for (uint32_t p = 0; p < num_nodes; ++p) {
+    if (classes.is_backward_at(p)) continue;
+    const ir::Node* n = classes.nodes[p];
     const ir::RecomputePolicy policy = n->meta().recompute;
     const bool tag = tagged_must_save(*n);
     const bool must_save = landed && policy == ir::RecomputePolicy::MustSave;
@@ -69,39 +75,71 @@ std::vector<const ir::Value*> replay_saved_values(const ir::Graph& joint, const 
         throw check::RefusedInput("partition-save-all: `" + ir::print_node(*n) + "` records saved output " +
                                       std::to_string(i) + " but has " + std::to_string(n->num_outputs()) + " outputs",
                                   {});
-      tagged.insert(n->output(i));
+      tagged[classes.output_id(p, i)] = 1;
     }
   }
 
   // What the backward needs, stopping at saved values; forced saves where a node cannot
-  // run again.
-  const MutationIndex mutations(joint);
-  std::unordered_set<const ir::Value*> saved;
-  std::unordered_set<const ir::Node*> recomputed;
-  std::function<void(const ir::Value*)> need = [&](const ir::Value* v) {
-    if (v->is_graph_input() || classes.is_backward(v->producer())) return;
-    if (tagged.count(v)) {
-      saved.insert(v);
+  // run again. Which values are saved does not depend on the order of the walk.
+  std::optional<MutationIndex> mutations;  // built on first need
+  OpFactsCache ops;
+  const WrittenStorage written(classes, ops);
+  // Per position: whether the producer may run again in the backward (asked once).
+  enum : uint8_t { kUnknown = 0, kRecomputable = 1, kUnsafe = 2, kCollective = 3 };
+  std::vector<uint8_t> kind(num_nodes, kUnknown);
+  std::vector<uint8_t> saved(classes.num_values(), 0);
+  std::vector<uint8_t> recomputed(num_nodes, 0);
+  std::vector<uint32_t> stack;
+  auto need = [&](uint32_t id) {
+    if (id == npos) throw std::out_of_range("partition-save-all: an operand is not a value of the joint graph");
+    if (id < classes.num_inputs) return;
+    const uint32_t p = classes.value_producer[id];
+    if (classes.is_backward_at(p)) return;
+    if (tagged[id]) {
+      saved[id] = 1;
       return;
     }
-    const ir::Node* p = v->producer();
-    const bool unsafe = unsafe_to_recompute(*p) || mutations.reads_value_written_later(*p);
-    const bool collective = exec::is_collective(*p) && !ir::is_recomputable(p->meta().recompute);
-    if (unsafe || collective) {
-      if (saved.insert(v).second) d.fire(unsafe ? "save-unrecomputable" : "force-save-collective");
+    if (kind[p] == kUnknown) {
+      const ir::Node* producer = classes.nodes[p];
+      const OpFacts& f = written.op(p);
+      bool unsafe = unsafe_to_recompute(*producer, f) != nullptr;
+      if (!unsafe && written.reads_written_storage(p)) {
+        if (!mutations) mutations.emplace(joint);
+        unsafe = mutations->reads_value_written_later(*producer);
+      }
+      const bool collective = f.collective && !ir::is_recomputable(producer->meta().recompute);
+      kind[p] = unsafe ? kUnsafe : collective ? kCollective : kRecomputable;
+    }
+    if (kind[p] != kRecomputable) {
+      if (!saved[id]) {
+        saved[id] = 1;
+        d.fire(kind[p] == kUnsafe ? "save-unrecomputable" : "force-save-collective");
+      }
       return;
     }
-    if (!recomputed.insert(p).second) return;
-    for (size_t i = 0; i < p->num_operands(); ++i) need(p->operand(i));
+    if (recomputed[p]) return;
+    recomputed[p] = 1;
+    for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s)
+      stack.push_back(classes.operand_ids[s]);
   };
-  for (const ir::Node* n : joint.nodes())
-    if (classes.is_backward(n))
-      for (size_t i = 0; i < n->num_operands(); ++i) need(n->operand(i));
-  std::vector<const ir::Value*> result(saved.begin(), saved.end());
-  std::sort(result.begin(), result.end(), [](const ir::Value* a, const ir::Value* b) {
-    return a->producer() != b->producer() ? a->producer()->is_before(b->producer())
-                                          : a->output_index() < b->output_index();
-  });
+  for (uint32_t p = 0; p < num_nodes; ++p) {
+    if (!classes.is_backward_at(p)) continue;
+    for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s) {
+      need(classes.operand_ids[s]);
+      while (!stack.empty()) {
+        const uint32_t id = stack.back();
+        stack.pop_back();
+        need(id);
+      }
+    }
+  }
+  // Value ids are in graph order, then output index.
+  std::vector<const ir::Value*> result;
+  for (uint32_t p = 0; p < num_nodes; ++p) {
+    const ir::Node* n = classes.nodes[p];
+    for (size_t k = 0; k < n->num_outputs(); ++k)
+      if (saved[classes.output_id(p, k)]) result.push_back(n->output(k));
+  }
   return result;
 }
 
@@ -121,26 +159,43 @@ int64_t tag_saved_values(ir::Module& module, check::Decisions& d) {
   if (module.parts.size() < 2) return 0;
   const size_t part = module.find_part("forward").value_or(0);
   ir::Graph& forward = *module.parts[part].graph;
-  std::map<ir::Node*, std::set<size_t>> saved_outputs;
+  // (producer, output index) of each saved value, in the order of a
+  // std::map<ir::Node*, std::set<size_t>> (pointer order, then index).
+  std::vector<std::pair<ir::Node*, size_t>> saved_outputs;
   for (size_t i : module.linked_outputs(part)) {
     ir::Value* v = forward.outputs().at(i);
-    if (v->producer()) saved_outputs[v->producer()].insert(v->output_index());
+    if (v->producer()) saved_outputs.emplace_back(v->producer(), v->output_index());
   }
+  std::sort(saved_outputs.begin(), saved_outputs.end(), [](const auto& a, const auto& b) {
+    return std::less<ir::Node*>()(a.first, b.first) || (a.first == b.first && a.second < b.second);
+  });
+  saved_outputs.erase(std::unique(saved_outputs.begin(), saved_outputs.end()), saved_outputs.end());
   int64_t changed = 0;
-  for (auto& [node, indices] : saved_outputs) {
-    std::map<std::string, std::string> custom = node->meta().custom;
-    custom[ap_must_save_key()] = "1";
-    if (node->num_outputs() > 1) {
+  std::vector<size_t> indices;
+  for (size_t i = 0; i < saved_outputs.size();) {
+    ir::Node* node = saved_outputs[i].first;
+    indices.clear();
+    for (; i < saved_outputs.size() && saved_outputs[i].first == node; ++i) indices.push_back(saved_outputs[i].second);
+    const auto& custom = node->meta().custom;
+    auto must = custom.find(ap_must_save_key());
+    bool same = must != custom.end() && must->second == "1";
+    std::string list;
+    const bool multi = node->num_outputs() > 1;
+    if (multi) {
       // Union with indices an earlier tagging recorded: a tag only ever adds saves.
       auto old = custom.find(ap_save_outputs_key());
-      if (old != custom.end())
-        for (size_t i : parse_save_outputs(old->second)) indices.insert(i);
-      std::string list;
-      for (size_t i : indices) list += (list.empty() ? "" : ",") + std::to_string(i);
-      custom[ap_save_outputs_key()] = list;
+      if (old != custom.end()) {
+        for (size_t k : parse_save_outputs(old->second)) indices.push_back(k);
+        std::sort(indices.begin(), indices.end());
+        indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+      }
+      for (size_t k : indices) list += (list.empty() ? "" : ",") + std::to_string(k);
+      same = same && old != custom.end() && old->second == list;
     }
-    if (custom == node->meta().custom) continue;
-    node->mutable_meta().custom = std::move(custom);
+    if (same) continue;
+    auto& written = node->mutable_meta().custom;
+    written[ap_must_save_key()] = "1";
+    if (multi) written[ap_save_outputs_key()] = std::move(list);
     d.fire("tag-saved-producer");
     ++changed;
   }

@@ -5,10 +5,13 @@
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 #include "passes/ac/ac_passes.h"
+#include "passes/partition/op_facts.h"
 
+#include <cstdint>
 #include <functional>
+#include <optional>
+#include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace passcheck::passes {
 
@@ -42,45 +45,113 @@ SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Valu
   return split_joint(joint, saved, classify_nodes(joint));
 }
 
+namespace {
+
+// The joint value behind a value id (Classification).
+const ir::Value* value_at(const ir::Graph& joint, const Classification& classes, uint32_t id) {
+  if (id < classes.num_inputs) return joint.inputs()[id];
+  const uint32_t p = classes.value_producer[id];
+  return classes.nodes[p]->output(id - classes.num_inputs - classes.first_output[p]);
+}
+
+// The clone_node lookup from joint values to their copies (`map`, by value id).
+// clone_node asks for a node's operands in slot order, so the k-th question about the
+// node at `position` is checked against slot k and answered from the operand ids; any
+// other value is found by its id.
+class CopyLookup {
+ public:
+  CopyLookup(const Classification& classes, const std::vector<ir::Value*>& map) : classes_(classes), map_(map) {}
+  void start(uint32_t position) {
+    position_ = position;
+    slot_ = 0;
+  }
+  ir::Value* operator()(ir::Value* v) {
+    const ir::Node* n = classes_.nodes[position_];
+    uint32_t id;
+    if (slot_ < n->num_operands() && n->operand(slot_) == v) id = classes_.operand_ids[classes_.operand_begin[position_] + slot_];
+    else id = classes_.value_id(v);
+    ++slot_;
+    if (id == Classification::npos || !map_[id])
+      throw std::out_of_range("split: %" + v->name() + " has no copy in the part");
+    return map_[id];
+  }
+
+ private:
+  const Classification& classes_;
+  const std::vector<ir::Value*>& map_;
+  uint32_t position_ = 0;
+  size_t slot_ = 0;
+};
+
+}  // namespace
+
 SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Value*>& saved,
                         const Classification& classes) {
-  std::unordered_set<const ir::Value*> requested;
+  constexpr uint32_t npos = Classification::npos;
+  const size_t num_nodes = classes.nodes.size();
+  const size_t num_values = classes.num_values();
+  std::vector<uint8_t> requested(num_values, 0);
   for (const ir::Value* v : saved) {
     if (v->graph() != &joint) refuse("saved value %" + v->name() + " is not a value of the joint graph");
     if (v->is_graph_input()) continue;
     if (classes.is_backward(v->producer()))
       refuse("saved value %" + v->name() + " is computed by the backward (`" + ir::print_node(*v->producer()) + "`)");
-    requested.insert(v);
+    const uint32_t id = classes.value_id(v);
+    if (id != npos) requested[id] = 1;
   }
-  const MutationIndex mutations(joint);
+  // Built on first need: only a recomputed node that reads a storage written in place
+  // is asked whether the write comes later.
+  std::optional<MutationIndex> mutations;
+  OpFactsCache ops;
+  const WrittenStorage written(classes, ops);
 
   // What the backward reads: saved values it links, forward nodes it recomputes, module
-  // inputs it takes.
-  std::unordered_set<const ir::Value*> linked;
-  std::unordered_set<const ir::Node*> recompute;
-  std::unordered_set<const ir::Value*> inputs_read;
-  std::function<void(const ir::Value*, const ir::Node*)> need = [&](const ir::Value* v, const ir::Node* reader) {
-    if (v->is_graph_input()) {
-      inputs_read.insert(v);
-      return;
-    }
-    const ir::Node* p = v->producer();
-    if (classes.is_backward(p)) return;
-    if (requested.count(v)) {
-      linked.insert(v);
-      return;
-    }
-    if (!recompute.insert(p).second) return;
-    const char* why = unsafe_to_recompute(*p);
-    if (!why && mutations.reads_value_written_later(*p)) why = "reads-value-written-later";
-    if (why)
-      refuse("the backward needs %" + v->name() + " (read by `" + ir::print_node(*reader) + "`), but `" +
-             ir::print_node(*p) + "` cannot be recomputed (" + why + ") and is not saved");
-    for (size_t i = 0; i < p->num_operands(); ++i) need(p->operand(i), p);
+  // inputs it takes. A depth-first walk in the order of the recursive definition (a
+  // node's operands in slot order), so the first node refused is the one it names.
+  std::vector<uint8_t> linked(num_values, 0);
+  std::vector<uint8_t> recompute(num_nodes, 0);
+  std::vector<uint8_t> inputs_read(classes.num_inputs, 0);
+  struct Need {
+    uint32_t value;
+    uint32_t reader;  // position
   };
-  for (const ir::Node* n : joint.nodes())
-    if (classes.is_backward(n))
-      for (size_t i = 0; i < n->num_operands(); ++i) need(n->operand(i), n);
+  std::vector<Need> stack;
+  auto walk = [&](Need first) {
+    stack.push_back(first);
+    while (!stack.empty()) {
+      const Need need = stack.back();
+      stack.pop_back();
+      if (need.value == npos) throw std::out_of_range("split: an operand is not a value of the joint graph");
+      if (need.value < classes.num_inputs) {
+        inputs_read[need.value] = 1;
+        continue;
+      }
+      const uint32_t p = classes.value_producer[need.value];
+      if (classes.is_backward_at(p)) continue;
+      if (requested[need.value]) {
+        linked[need.value] = 1;
+        continue;
+      }
+      if (recompute[p]) continue;
+      recompute[p] = 1;
+      const ir::Node* producer = classes.nodes[p];
+      const char* why = unsafe_to_recompute(*producer, written.op(p));
+      if (!why && written.reads_written_storage(p)) {
+        if (!mutations) mutations.emplace(joint);
+        if (mutations->reads_value_written_later(*producer)) why = "reads-value-written-later";
+      }
+      if (why)
+        refuse("the backward needs %" + value_at(joint, classes, need.value)->name() + " (read by `" +
+               ir::print_node(*classes.nodes[need.reader]) + "`), but `" + ir::print_node(*producer) +
+               "` cannot be recomputed (" + why + ") and is not saved");
+      for (uint32_t s = classes.operand_begin[p + 1]; s-- > classes.operand_begin[p];)
+        stack.push_back({classes.operand_ids[s], p});
+    }
+  };
+  for (uint32_t p = 0; p < num_nodes; ++p)
+    if (classes.is_backward_at(p))
+      for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s)
+        walk({classes.operand_ids[s], p});
 
   SplitResult result;
   ir::Module& module = result.module;
@@ -91,82 +162,133 @@ SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Valu
   std::vector<const ir::Value*> forward_results;
   for (size_t i = 0; i < joint.outputs().size(); ++i)
     if (!classes.output_is_backward[i]) forward_results.push_back(joint.outputs()[i]);
-  std::vector<const ir::Value*> links;
-  for (const ir::Node* n : joint.nodes())
-    for (const ir::Value* out : n->outputs())
-      if (linked.count(out)) links.push_back(out);
-  std::unordered_set<const ir::Node*> in_forward;
-  std::vector<const ir::Node*> stack;
-  auto push_producer = [&](const ir::Value* v) {
-    if (v->producer()) stack.push_back(v->producer());
+  std::vector<uint32_t> links;  // value ids, in graph order
+  for (uint32_t id = static_cast<uint32_t>(classes.num_inputs); id < num_values; ++id)
+    if (linked[id]) links.push_back(id);
+  std::vector<uint8_t> in_forward(num_nodes, 0);
+  std::vector<uint32_t> nodes_to_visit;
+  auto push_producer = [&](uint32_t id) {
+    if (id != npos && id >= classes.num_inputs) nodes_to_visit.push_back(classes.value_producer[id]);
   };
-  for (const ir::Value* v : forward_results) push_producer(v);
-  for (const ir::Value* v : links) push_producer(v);
-  for (const ir::Node* n : joint.nodes())
-    if (!classes.is_backward(n) && (exec::is_mutating(*n) || exec::has_side_effects(*n))) stack.push_back(n);
-  while (!stack.empty()) {
-    const ir::Node* n = stack.back();
-    stack.pop_back();
-    if (!in_forward.insert(n).second) continue;
-    for (size_t i = 0; i < n->num_operands(); ++i) push_producer(n->operand(i));
+  for (const ir::Value* v : forward_results)
+    if (v->producer()) push_producer(classes.value_id(v));
+  for (uint32_t id : links) push_producer(id);
+  for (uint32_t p = 0; p < num_nodes; ++p)
+    if (!classes.is_backward_at(p)) {
+      const OpFacts& f = written.op(p);
+      if (f.mutating || f.side_effects) nodes_to_visit.push_back(p);
+    }
+  while (!nodes_to_visit.empty()) {
+    const uint32_t p = nodes_to_visit.back();
+    nodes_to_visit.pop_back();
+    if (p == npos || in_forward[p]) continue;
+    in_forward[p] = 1;
+    for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s) push_producer(classes.operand_ids[s]);
   }
 
   auto forward = std::make_unique<ir::Graph>();
   copy_graph_context(joint, *forward);
-  std::unordered_map<const ir::Value*, ir::Value*> fmap;
-  for (const ir::Value* in : joint.inputs()) fmap[in] = copy_input(*forward, in, in->role());
-  auto fwd_lookup = [&](ir::Value* v) { return fmap.at(v); };
-  for (const ir::Node* n : joint.nodes()) {
-    if (!in_forward.count(n)) continue;
-    ir::Node* copy = forward->clone_node(*n, fwd_lookup);
-    for (size_t i = 0; i < n->num_outputs(); ++i) fmap[n->output(i)] = copy->output(i);
+  std::vector<ir::Value*> fmap(num_values, nullptr);
+  for (size_t i = 0; i < classes.num_inputs; ++i) {
+    const ir::Value* in = joint.inputs()[i];
+    fmap[i] = copy_input(*forward, in, in->role());
   }
-  for (const ir::Value* v : forward_results) forward->add_output(fmap.at(v));
-  for (const ir::Value* v : links) forward->add_output(fmap.at(v));
+  CopyLookup fwd(classes, fmap);
+  const std::function<ir::Value*(ir::Value*)> fwd_lookup = std::ref(fwd);
+  for (uint32_t p = 0; p < num_nodes; ++p) {
+    if (!in_forward[p]) continue;
+    const ir::Node* n = classes.nodes[p];
+    fwd.start(p);
+    ir::Node* copy = forward->clone_node(*n, fwd_lookup);
+    for (size_t i = 0; i < n->num_outputs(); ++i) fmap[classes.output_id(p, i)] = copy->output(i);
+  }
+  auto mapped = [&](const std::vector<ir::Value*>& map, const ir::Value* v) {
+    const uint32_t id = classes.value_id(v);
+    if (id == npos || !map[id]) throw std::out_of_range("split: %" + v->name() + " has no copy in the part");
+    return map[id];
+  };
+  for (const ir::Value* v : forward_results) forward->add_output(mapped(fmap, v));
+  for (uint32_t id : links) forward->add_output(fmap[id]);
+  std::vector<ir::Value*>().swap(fmap);
 
   // Backward part: linked values, then the module inputs it reads, as inputs.
   auto backward = std::make_unique<ir::Graph>();
   copy_graph_context(joint, *backward);
-  std::unordered_map<const ir::Value*, ir::Value*> bmap;
+  std::vector<ir::Value*> bmap(num_values, nullptr);
   std::vector<std::optional<ir::PartOutput>> sources;
   for (size_t j = 0; j < links.size(); ++j) {
-    bmap[links[j]] = copy_input(*backward, links[j], ir::InputRole::Argument);
+    const ir::Value* v = value_at(joint, classes, links[j]);
+    bmap[links[j]] = copy_input(*backward, v, ir::InputRole::Argument);
     sources.push_back(ir::PartOutput{0, forward_results.size() + j});
-    result.saved.push_back(links[j]->name());
+    result.saved.push_back(v->name());
   }
-  for (const ir::Value* in : joint.inputs()) {
-    if (!inputs_read.count(in)) continue;
-    bmap[in] = copy_input(*backward, in, in->role());
+  for (size_t i = 0; i < classes.num_inputs; ++i) {
+    if (!inputs_read[i]) continue;
+    const ir::Value* in = joint.inputs()[i];
+    bmap[i] = copy_input(*backward, in, in->role());
     sources.push_back(std::nullopt);
   }
-  auto bwd_lookup = [&](ir::Value* v) { return bmap.at(v); };
-  // Recomputed nodes go right before their first backward reader, operands first.
-  std::unordered_set<const ir::Node*> emitted;
-  std::function<void(const ir::Node*)> emit_recomputed = [&](const ir::Node* p) {
-    if (!recompute.count(p) || !emitted.insert(p).second) return;
-    for (size_t i = 0; i < p->num_operands(); ++i)
-      if (const ir::Node* q = p->operand(i)->producer()) emit_recomputed(q);
-    ir::Node* copy = backward->clone_node(*p, bwd_lookup, nullptr, "_recomputed");
-    copy->mutable_meta().phase = ir::Phase::Backward;
-    copy->mutable_meta().custom[recomputed_from_key()] = p->output(0)->name();
-    copy->mutable_meta().custom.erase(ap_must_save_key());
-    copy->mutable_meta().custom.erase(ap_save_outputs_key());
-    // A saved sibling output stays linked: the recomputed copy serves the others.
-    for (size_t i = 0; i < p->num_outputs(); ++i) bmap.emplace(p->output(i), copy->output(i));
-    ++result.recomputed_nodes;
+  CopyLookup bwd(classes, bmap);
+  const std::function<ir::Value*(ir::Value*)> bwd_lookup = std::ref(bwd);
+  // Recomputed nodes go right before their first backward reader, operands first (a
+  // post-order walk in the order of the recursive definition).
+  std::vector<uint8_t> emitted(num_nodes, 0);
+  struct Frame {
+    uint32_t position;
+    uint32_t slot;
   };
-  for (const ir::Node* n : joint.nodes()) {
-    if (!classes.is_backward(n)) continue;
-    for (size_t i = 0; i < n->num_operands(); ++i)
-      if (const ir::Node* q = n->operand(i)->producer()) emit_recomputed(q);
+  std::vector<Frame> frames;
+  auto emit_recomputed = [&](uint32_t first) {
+    if (!recompute[first] || emitted[first]) return;
+    emitted[first] = 1;
+    frames.push_back({first, classes.operand_begin[first]});
+    while (!frames.empty()) {
+      Frame& f = frames.back();
+      if (f.slot < classes.operand_begin[f.position + 1]) {
+        const uint32_t id = classes.operand_ids[f.slot++];
+        if (id != npos && id >= classes.num_inputs) {
+          const uint32_t q = classes.value_producer[id];
+          if (recompute[q] && !emitted[q]) {
+            emitted[q] = 1;
+            frames.push_back({q, classes.operand_begin[q]});  // invalidates f
+          }
+        }
+        continue;
+      }
+      const uint32_t p = f.position;
+      frames.pop_back();
+      const ir::Node* n = classes.nodes[p];
+      bwd.start(p);
+      ir::Node* copy = backward->clone_node(*n, bwd_lookup, nullptr, "_recomputed");
+      ir::NodeMeta& meta = copy->mutable_meta();
+      meta.phase = ir::Phase::Backward;
+      meta.custom[recomputed_from_key()] = n->output(0)->name();
+      meta.custom.erase(ap_must_save_key());
+      meta.custom.erase(ap_save_outputs_key());
+      // A saved sibling output stays linked: the recomputed copy serves the others.
+      for (size_t i = 0; i < n->num_outputs(); ++i) {
+        ir::Value*& slot = bmap[classes.output_id(p, i)];
+        if (!slot) slot = copy->output(i);
+      }
+      ++result.recomputed_nodes;
+    }
+  };
+  for (uint32_t p = 0; p < num_nodes; ++p) {
+    if (!classes.is_backward_at(p)) continue;
+    for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s) {
+      const uint32_t id = classes.operand_ids[s];
+      if (id != npos && id >= classes.num_inputs) emit_recomputed(classes.value_producer[id]);
+    }
+    const ir::Node* n = classes.nodes[p];
+    bwd.start(p);
     ir::Node* copy = backward->clone_node(*n, bwd_lookup);
-    for (size_t i = 0; i < n->num_outputs(); ++i) bmap[n->output(i)] = copy->output(i);
+    for (size_t i = 0; i < n->num_outputs(); ++i) bmap[classes.output_id(p, i)] = copy->output(i);
   }
 
   size_t next_forward = 0, next_backward = 0;
   for (size_t i = 0; i < joint.outputs().size(); ++i) {
     if (classes.output_is_backward[i]) {
-      backward->add_output(bmap.at(joint.outputs()[i]));
+      backward->add_output(mapped(bmap, joint.outputs()[i]));
       module.outputs.push_back(ir::PartOutput{1, next_backward++});
     } else {
       module.outputs.push_back(ir::PartOutput{0, next_forward++});
