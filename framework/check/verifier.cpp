@@ -384,20 +384,33 @@ class Verifier {
     if (m.phase == Phase::Optimizer && !first_optimizer) first_optimizer = &n;
   }
 
-  void check_declared(const sym::Expr& e, const std::string& where) {
+  // `where` is a string or a callable returning one (built only for an issue).
+  template <typename Where>
+  void check_declared(const sym::Expr& e, const Where& where) {
+    if (!e.has_symbols()) return;
     const ir::Graph& top = *g_.root();
     for (const std::string& name : e.free_symbols())
-      if (!top.find_symbol(name)) issue(where + ": undeclared symbol " + name + " in " + e.to_string());
+      if (!top.find_symbol(name)) issue(describe(where) + ": undeclared symbol " + name + " in " + e.to_string());
+  }
+  static const std::string& describe(const std::string& where) { return where; }
+  template <typename F>
+  static std::string describe(const F& where) {
+    return where();
   }
 
   // Symbolic shapes name declared symbols, and the concrete sizes and strides a value
   // carries are its symbolic ones evaluated at the hints.
   void check_value_symbols(const Value* v, const Node* producer) {
     if (!v->meta() || !v->meta()->is_symbolic()) return;
-    const std::string where = producer ? "node " + quoted(*producer) : "graph input %" + v->name();
+    // The prefix prints the node: built only when there is something to say.
+    std::optional<std::string> where_text;
+    auto where = [&]() -> const std::string& {
+      if (!where_text) where_text = producer ? "node " + quoted(*producer) : "graph input %" + v->name();
+      return *where_text;
+    };
     const ir::TensorMeta& m = *v->meta();
     if (m.sym_sizes.size() != m.sizes.size() || m.sym_strides.size() != m.strides.size()) {
-      issue(where + ": symbolic and concrete shapes of %" + v->name() + " differ in rank");
+      issue(where() + ": symbolic and concrete shapes of %" + v->name() + " differ in rank");
       return;
     }
     if (!hints_) hints_ = g_.root()->symbol_hints();
@@ -407,14 +420,15 @@ class Verifier {
       auto size = sym::evaluate(m.sym_sizes[d], *hints_);
       auto stride = sym::evaluate(m.sym_strides[d], *hints_);
       if ((size && *size != m.sizes[d]) || (stride && *stride != m.strides[d]))
-        issue(where + ": %" + v->name() + " dimension " + std::to_string(d) + " is sym(" +
+        issue(where() + ": %" + v->name() + " dimension " + std::to_string(d) + " is sym(" +
               m.sym_sizes[d].to_string() + ") but its concrete size at the hints is " + std::to_string(m.sizes[d]));
     }
   }
 
   void check_arg_symbols(const Node& n) {
     for (const ir::Arg& a : n.args())
-      if (any_symbolic(a)) a.for_each_symbolic([&](const sym::Expr& e) { check_declared(e, "node " + quoted(n)); });
+      if (any_symbolic(a))
+        a.for_each_symbolic([&](const sym::Expr& e) { check_declared(e, [&] { return "node " + quoted(n); }); });
   }
 
   void check_symbols() {
@@ -444,15 +458,19 @@ class Verifier {
   // names them; passes and tests may use operators only they define. Operators are
   // looked up once per name.
   void check_schema(const Node& n) {
-    auto [it, fresh] = operators_.try_emplace(n.op());
-    if (fresh) it->second = exec::find_operator(n.op());
-    const std::optional<c10::OperatorHandle>& op = it->second;
-    if (!op) {
+    auto it = operators_.find(n.op());
+    if (it == operators_.end()) {
+      std::optional<c10::OperatorHandle> op = exec::find_operator(n.op());
+      std::optional<exec::SchemaChecker> checker;
+      if (op) checker.emplace(op->schema(), n.op_name());
+      it = operators_.emplace(n.op(), std::move(checker)).first;
+    }
+    if (!it->second) {
       if (std::optional<exec::ArgumentProblem> refused = exec::refusal(n, nullptr))
         issue(n.source_line > 0 ? exec::located(n, *refused) : "node " + quoted(n) + ": " + refused->message);
       return;
     }
-    for (const exec::ArgumentProblem& p : exec::check_arguments(n, op->schema()))
+    for (const exec::ArgumentProblem& p : it->second->check(n))
       issue(n.source_line > 0 ? exec::located(n, p) : "node " + quoted(n) + ": " + p.message);
   }
 
@@ -595,7 +613,8 @@ class Verifier {
   std::vector<const Value*> listed_by_;
   std::set<std::tuple<const Value*, const Node*, uint32_t>> overflow_uses_;
   std::unordered_map<const Value*, std::set<std::pair<const Node*, uint32_t>>> long_lists_;
-  std::unordered_map<std::string, std::optional<c10::OperatorHandle>> operators_;
+  /// Each operator's schema, classified once (nullopt: an operator the dispatcher lacks).
+  std::unordered_map<std::string, std::optional<exec::SchemaChecker>> operators_;
   std::optional<std::map<std::string, int64_t>> hints_;
 };
 

@@ -229,7 +229,22 @@ std::string enum_problem(const EnumDomain& domain, int64_t code) {
          "; see docs/graph-format.md, Limits and validation)";
 }
 
-std::vector<ArgumentProblem> check_arguments(const ir::Node& node, const c10::FunctionSchema& schema) {
+struct SchemaChecker::Compiled {
+  const c10::FunctionSchema& schema;
+  std::vector<ArgChecker> checkers;  // one per schema argument
+};
+
+SchemaChecker::SchemaChecker(const c10::FunctionSchema& schema, const std::string& op_name)
+    : compiled_(std::make_unique<Compiled>(Compiled{schema, {}})) {
+  compiled_->checkers.reserve(schema.arguments().size());
+  for (const c10::Argument& a : schema.arguments()) compiled_->checkers.emplace_back(a, op_name);
+}
+
+SchemaChecker::~SchemaChecker() = default;
+SchemaChecker::SchemaChecker(SchemaChecker&&) noexcept = default;
+
+std::vector<ArgumentProblem> SchemaChecker::check(const ir::Node& node) const {
+  const c10::FunctionSchema& schema = compiled_->schema;
   std::vector<ArgumentProblem> problems;
   if (std::optional<ArgumentProblem> refused = refusal(node, &schema)) return {*refused};
   const auto& schema_args = schema.arguments();
@@ -238,7 +253,6 @@ std::vector<ArgumentProblem> check_arguments(const ir::Node& node, const c10::Fu
                                           " arguments but " + std::to_string(node.num_args()) + " were given"});
     return problems;
   }
-  const std::string op_name = node.op_name();
   for (size_t i = 0; i < schema_args.size(); ++i) {
     const c10::Argument& schema_arg = schema_args[i];
     if (i >= node.num_args()) {
@@ -246,11 +260,15 @@ std::vector<ArgumentProblem> check_arguments(const ir::Node& node, const c10::Fu
         problems.push_back({std::nullopt, "missing argument '" + schema_arg.name() + "' of " + node.op()});
       continue;
     }
-    std::string problem = ArgChecker(schema_arg, op_name).check(node.arg(i));
+    std::string problem = compiled_->checkers[i].check(node.arg(i));
     if (!problem.empty())
       problems.push_back({i, node.op() + " argument '" + schema_arg.name() + "': " + problem});
   }
   return problems;
+}
+
+std::vector<ArgumentProblem> check_arguments(const ir::Node& node, const c10::FunctionSchema& schema) {
+  return SchemaChecker(schema, node.op_name()).check(node);
 }
 
 std::string source_location(const ir::Node& node, std::optional<size_t> arg) {

@@ -12,6 +12,7 @@
 #include <ATen/core/function_schema.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,22 @@ struct ArgumentProblem {
 /// constants or values of the wrong kind, list elements of the wrong kind, enum codes
 /// out of range. Values that carry an enum code are checked when the graph runs.
 std::vector<ArgumentProblem> check_arguments(const ir::Node& node, const c10::FunctionSchema& schema);
+
+/// check_arguments for many nodes of one operator: the schema's arguments classified once
+/// (kind, enum domain), each node then checked against that. The schema must outlive it
+/// (the dispatcher's schemas live as long as the process).
+class SchemaChecker {
+ public:
+  SchemaChecker(const c10::FunctionSchema& schema, const std::string& op_name);
+  ~SchemaChecker();
+  SchemaChecker(SchemaChecker&&) noexcept;
+  /// What check_arguments(node, schema) returns.
+  std::vector<ArgumentProblem> check(const ir::Node& node) const;
+
+ private:
+  struct Compiled;
+  std::unique_ptr<Compiled> compiled_;
+};
 
 /// "file:line:col" of argument `arg` of `node` (of its operator without one), "line N"
 /// when the graph has no file name, empty when the node was not parsed.

@@ -196,26 +196,32 @@ void Node::drop_uses() {
 namespace {
 // Runs before a node's arguments change, so that a rejected argument list leaves the
 // node and every use list exactly as they were.
+// Plain recursion, no std::function: every node of a parsed or cloned graph comes here.
+void check_value_arg(const Arg& arg, const Graph* graph, const std::string& op) {
+  if (arg.kind == Arg::Kind::Value) {
+    if (arg.value == nullptr) throw IrError("node " + op + ": argument references a null value");
+    if (arg.value->graph() != graph)
+      throw IrError("node " + op + ": argument %" + arg.value->name() + " belongs to another graph");
+  } else if (arg.kind == Arg::Kind::List) {
+    for (const Arg& e : arg.list) check_value_arg(e, graph, op);
+  }
+}
+
 void check_value_args(const std::vector<Arg>& args, const Graph* graph, const std::string& op) {
-  for (const Arg& arg : args)
-    arg.for_each_value([&](Value* v) {
-      if (v == nullptr) throw IrError("node " + op + ": argument references a null value");
-      if (v->graph() != graph) throw IrError("node " + op + ": argument %" + v->name() + " belongs to another graph");
-    });
+  for (const Arg& arg : args) check_value_arg(arg, graph, op);
+}
+
+void collect_slots(Arg& a, std::vector<Arg*>& slots) {
+  if (a.kind == Arg::Kind::Value) slots.push_back(&a);
+  else if (a.kind == Arg::Kind::List)
+    for (Arg& e : a.list) collect_slots(e, slots);
 }
 }  // namespace
 
 // Arguments must have passed check_value_args.
 void Node::rebuild_slots() {
   slots_.clear();
-  std::function<void(Arg&)> visit = [&](Arg& a) {
-    if (a.kind == Arg::Kind::Value) {
-      slots_.push_back(&a);
-    } else if (a.kind == Arg::Kind::List) {
-      for (Arg& e : a.list) visit(e);
-    }
-  };
-  for (Arg& a : args_) visit(a);
+  for (Arg& a : args_) collect_slots(a, slots_);
   for (size_t i = 0; i < slots_.size(); ++i) {
     Value* v = slots_[i]->value;
     v->uses_.push_back(Use{this, static_cast<uint32_t>(i)});

@@ -1,7 +1,9 @@
 // Graph::hash without printing: the fields the text form shows (framework/ir/text.cpp),
 // fed into a 64-bit hash in the same order and with the same canonical choices (strides
 // only when the printer shows them, a constant symbolic integer as a plain integer, every
-// NaN of one sign alike), so graphs whose text is equal hash equally. The pipeline gate
+// NaN of one sign alike), so graphs whose text is equal hash equally. Symbolic
+// expressions enter through their structural hash (sym::Expr::hash), stable within a
+// process, which is where the hash is compared. The pipeline gate
 // hashes the graph after every pass; printing it cost about 0.7 us a node, this a tenth.
 #include "framework/ir/graph.h"
 #include "framework/ir/text.h"
@@ -38,6 +40,8 @@ enum Tag : uint64_t {
   kTagText,
   kTagSubgraph,
   kTagNaN,
+  kTagSymbolic,
+  kTagExpr,
 };
 
 class Hasher {
@@ -90,9 +94,27 @@ void hash_type(Hasher& h, const Value& v) {
   h.add(static_cast<uint64_t>(v.meta().has_value()));
   if (!v.meta()) return;
   const TensorMeta& m = *v.meta();
-  if (m.is_symbolic()) {  // rare: the printed type itself
-    h.add(kTagText);
-    h.add(std::string_view(print_type(v)));
+  if (m.is_symbolic()) {
+    // Sizes, then every stride: the printer leaves out strides that are the row-major
+    // ones of the sizes, and the parser puts exactly those back, so the full list is
+    // what the text says. Canonical expressions: equal text, equal structure, equal hash.
+    h.add(kTagSymbolic);
+    h.add(static_cast<uint64_t>(m.dtype));
+    auto add = [&](const sym::Expr& e) {
+      if (std::optional<int64_t> c = e.as_constant()) {
+        h.add(static_cast<uint64_t>(*c));
+      } else {
+        h.add(kTagExpr);
+        h.add(static_cast<uint64_t>(e.hash()));
+      }
+    };
+    h.add(static_cast<uint64_t>(m.sizes.size()));
+    for (size_t d = 0; d < m.sizes.size(); ++d) add(m.size_expr(d));
+    for (const sym::Expr& e : m.stride_exprs()) add(e);
+    if (m.device.type() != c10::DeviceType::CPU) {
+      h.add(kTagDevice);
+      hash_device(h, m.device);
+    }
     return;
   }
   h.add(static_cast<uint64_t>(m.dtype));

@@ -500,7 +500,7 @@ class Parser {
   void skip_space() {
     while (!at_end()) {
       char c = peek();
-      if (std::isspace(static_cast<unsigned char>(c))) {
+      if (c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f') {  // std::isspace, without the locale
         advance();
       } else if (c == '#') {
         while (!at_end() && peek() != '\n') advance();
@@ -533,11 +533,11 @@ class Parser {
   }
 
   // "ns::name" or "ns::name.overload", every part non-empty.
-  static bool is_valid_op_name(const std::string& op) {
+  static bool is_valid_op_name(std::string_view op) {
     const size_t sep = op.find("::");
     if (sep == std::string::npos || sep == 0) return false;
-    const std::string ns = op.substr(0, sep);
-    const std::string rest = op.substr(sep + 2);
+    const std::string_view ns = op.substr(0, sep);
+    const std::string_view rest = op.substr(sep + 2);
     if (ns.find_first_of(":.") != std::string::npos || rest.empty() || rest.find(':') != std::string::npos)
       return false;
     const size_t dot = rest.find('.');
@@ -545,7 +545,9 @@ class Parser {
     return dot > 0 && dot + 1 < rest.size() && rest.find('.', dot + 1) == std::string::npos;
   }
 
-  static bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+  static bool word_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+  }
 
   bool peek_word(std::string_view w) {
     skip_space();

@@ -1,4 +1,5 @@
-// The incremental verifier against the full one. A traced training graph (well formed),
+// The incremental verifier against the full one. A well-formed graph (a traced training
+// step, or an FSDP chain with collectives),
 // its change log cleared, then random edits through the IR API (generators/graph_edits.h:
 // moves, operand rewrites, phase and policy changes, wrong-kind arguments, erased waits,
 // copies placed anywhere): verify_changes must find a problem exactly when verify_graph
@@ -8,6 +9,7 @@
 #include "framework/check/pipeline.h"
 #include "framework/check/verifier.h"
 #include "framework/ir/text.h"
+#include "generators/fsdp_graphs.h"
 #include "generators/graph_edits.h"
 #include "generators/program_case.h"
 #include "suites/mutants/verifier_mutants.h"
@@ -22,11 +24,15 @@
 namespace passcheck {
 namespace {
 
-// Traced graphs are a few hundred nodes: a handful of programs edited many ways.
+// A handful of graphs edited many ways: traced training programs (a few hundred nodes,
+// every phase) and FSDP chains on a mesh (collectives and their waits).
+constexpr uint64_t kGraphs = 10;
 std::shared_ptr<ir::Graph> traced(uint64_t seed) {
   static std::map<uint64_t, std::shared_ptr<ir::Graph>> cache;
-  auto& g = cache[seed % 6];
-  if (!g) g = gen::generate_case(seed % 6).graph;
+  auto& g = cache[seed % kGraphs];
+  if (!g)
+    g = seed % kGraphs < 6 ? gen::generate_case(seed % kGraphs).graph
+                           : std::shared_ptr<ir::Graph>(ir::parse_graph(gen::fsdp_chain_graph_for_seed(seed % kGraphs)));
   return g;
 }
 
@@ -49,7 +55,7 @@ std::string listing(const EditedCase& c) {
 }
 
 RC_GTEST_PROP(IncrementalVerifier, FindsAProblemExactlyWhenTheFullVerifierDoes, ()) {
-  const uint64_t program = *rc::gen::inRange<uint64_t>(0, 6);
+  const uint64_t program = *rc::gen::inRange<uint64_t>(0, kGraphs);
   const uint64_t edit_seed = *rc::gen::arbitrary<uint64_t>();
   const int count = *rc::gen::inRange(1, 5);
   RC_ASSERT(check::verify_graph(*traced(program)).empty());
@@ -121,7 +127,7 @@ TEST(IncrementalVerifier, TheCheckedGateCatchesAVerifierThatSkipsATouchedNode) {
 // Graphs whose text is equal hash equally and graphs whose text differs hash apart, over
 // the same edits (the gate's changed claim depends on both directions).
 RC_GTEST_PROP(GraphHash, AgreesWithTheTextForm, ()) {
-  const uint64_t program = *rc::gen::inRange<uint64_t>(0, 6);
+  const uint64_t program = *rc::gen::inRange<uint64_t>(0, kGraphs);
   EditedCase c = edited(program, *rc::gen::arbitrary<uint64_t>(), *rc::gen::inRange(0, 3));
   const ir::Graph& original = *traced(program);
   const bool same_text = c.graph->print() == original.print();
