@@ -9,6 +9,7 @@
 #include <fnmatch.h>
 
 #include <cctype>
+#include <functional>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -21,6 +22,14 @@ std::string op_base_name(const std::string& op) {
   if (colon != std::string::npos) name = name.substr(colon + 2);
   auto dot = name.find('.');
   if (dot != std::string::npos) name = name.substr(0, dot);
+  return name;
+}
+
+std::string_view op_base_view(std::string_view name) {
+  auto colon = name.rfind("::");
+  if (colon != std::string_view::npos) name = name.substr(colon + 2);
+  auto dot = name.find('.');
+  if (dot != std::string_view::npos) name = name.substr(0, dot);
   return name;
 }
 
@@ -58,10 +67,17 @@ bool is_identifier(const std::string& s) {
   return true;
 }
 
-const std::unordered_set<std::string>& attention_kernels() {
+// Sets of names looked up by std::string_view (no string built per lookup).
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using NameSet = std::unordered_set<std::string, NameHash, std::equal_to<>>;
+
+const NameSet& attention_kernels() {
   // The attention kernels torchtitan's op policy saves; on the CPU the flash kernel is
   // _scaled_dot_product_flash_attention_for_cpu.
-  static const std::unordered_set<std::string> names{"_scaled_dot_product_flash_attention",
+  static const NameSet names{"_scaled_dot_product_flash_attention",
                                                      "_scaled_dot_product_flash_attention_for_cpu",
                                                      "_scaled_dot_product_fused_attention_overrideable",
                                                      "_scaled_dot_product_efficient_attention",
@@ -73,9 +89,9 @@ const std::unordered_set<std::string>& attention_kernels() {
   return names;
 }
 
-const std::unordered_set<std::string>& default_save_list() {
-  static const std::unordered_set<std::string> names = [] {
-    std::unordered_set<std::string> s{"mm", "bmm", "addmm", "linear", "convolution", "convolution_backward", "max",
+const NameSet& default_save_list() {
+  static const NameSet names = [] {
+    NameSet s{"mm", "bmm", "addmm", "linear", "convolution", "convolution_backward", "max",
                                       "topk", "_scaled_mm", "reduce_scatter_tensor", "all_to_all",
                                       // The functional collective is spelled all_to_all_single.
                                       "all_to_all_single"};
@@ -136,24 +152,30 @@ bool OpSelector::matches(const std::string& fqn, const std::string& op_base) con
   return true;
 }
 
-bool in_default_save_list(const std::string& op_base) { return default_save_list().count(op_base_name(op_base)) > 0; }
+namespace {
 
-bool is_matmul_for_counting(const std::string& op_base) {
-  std::string base = op_base_name(op_base);
-  return base == "mm" || base == "linear";
-}
+// The three lists, for a name op_base_view() already reduced.
+bool in_save_list(std::string_view base) { return default_save_list().find(base) != default_save_list().end(); }
+bool is_counted_matmul(std::string_view base) { return base == "mm" || base == "linear"; }
+bool in_attention_kernels(std::string_view base) { return attention_kernels().find(base) != attention_kernels().end(); }
 
-bool is_attention_kernel(const std::string& op_base) { return attention_kernels().count(op_base_name(op_base)) > 0; }
+}  // namespace
+
+bool in_default_save_list(const std::string& op_base) { return in_save_list(op_base_view(op_base)); }
+
+bool is_matmul_for_counting(const std::string& op_base) { return is_counted_matmul(op_base_view(op_base)); }
+
+bool is_attention_kernel(const std::string& op_base) { return in_attention_kernels(op_base_view(op_base)); }
 
 AcPolicy::AcPolicy(AcPolicyKind kind, std::vector<OpSelector> selectors)
     : kind_(kind), selectors_(std::move(selectors)) {}
 
-ir::RecomputePolicy AcPolicy::decide(const std::string& op_base, const std::string& fqn, std::optional<int64_t> layer,
+ir::RecomputePolicy AcPolicy::decide(std::string_view op_base, const std::string& fqn, std::optional<int64_t> layer,
                                      bool is_random) {
   using P = ir::RecomputePolicy;
-  const std::string base = op_base_name(op_base);
+  const std::string_view base = op_base_view(op_base);
   switch (kind_) {
-    case AcPolicyKind::Default: return in_default_save_list(base) ? P::MustSave : P::PreferRecompute;
+    case AcPolicyKind::Default: return in_save_list(base) ? P::MustSave : P::PreferRecompute;
 
     case AcPolicyKind::Eager: {
       // Eager selective AC keeps one counter per checkpoint wrapper, i.e. per layer.
@@ -161,26 +183,29 @@ ir::RecomputePolicy AcPolicy::decide(const std::string& op_base, const std::stri
         mm_count_ = 0;
         counted_layer_ = layer;
       }
-      if (is_matmul_for_counting(base)) {
+      if (is_counted_matmul(base)) {
         ++mm_count_;
         return mm_count_ % 2 == 0 ? P::PreferRecompute : P::MustSave;
       }
-      return in_default_save_list(base) ? P::MustSave : P::PreferRecompute;
+      return in_save_list(base) ? P::MustSave : P::PreferRecompute;
     }
 
     case AcPolicyKind::Full:
       // A forward-loss-backward graph cannot replay randomness, so RNG ops are saved.
       if (is_random) return P::MustSave;
-      for (const OpSelector& s : selectors_)
-        if (s.matches(fqn, base)) return P::MustSave;
+      if (!selectors_.empty()) {
+        const std::string name(base);
+        for (const OpSelector& s : selectors_)
+          if (s.matches(fqn, name)) return P::MustSave;
+      }
       return P::MustRecompute;
 
     case AcPolicyKind::Op:
-      if (is_matmul_for_counting(base)) {
+      if (is_counted_matmul(base)) {
         ++mm_count_;  // global: never reset between layers
         return mm_count_ % 2 == 1 ? P::MustSave : P::PreferRecompute;
       }
-      if (is_attention_kernel(base)) return P::MustSave;
+      if (in_attention_kernels(base)) return P::MustSave;
       if (base == "add" && (!any_add_seen_ || add_seen_layer_ != layer)) {
         // The first add of a block (in a transformer block: the attention residual).
         any_add_seen_ = true;
@@ -193,14 +218,20 @@ ir::RecomputePolicy AcPolicy::decide(const std::string& op_base, const std::stri
 }
 
 std::optional<int64_t> layer_of(const std::string& fqn) {
-  static const std::string prefix = "layers.";
+  // "layers.N" or "layers.N.rest": N is 1 to 18 decimal digits (no sign), so it fits.
+  static constexpr std::string_view prefix = "layers.";
   if (fqn.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   size_t end = fqn.find('.', prefix.size());
-  std::string index = fqn.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
-  if (index.empty() || index.size() > 18) return std::nullopt;
-  for (char c : index)
+  if (end == std::string::npos) end = fqn.size();
+  const size_t digits = end - prefix.size();
+  if (digits == 0 || digits > 18) return std::nullopt;
+  int64_t value = 0;
+  for (size_t i = prefix.size(); i < end; ++i) {
+    const char c = fqn[i];
     if (c < '0' || c > '9') return std::nullopt;
-  return std::stoll(index);
+    value = value * 10 + (c - '0');
+  }
+  return value;
 }
 
 }  // namespace passcheck::check

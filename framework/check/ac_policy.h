@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace passcheck::check {
@@ -30,6 +31,8 @@ struct OpSelector {
 /// Operator base name: "aten::max.dim" -> "max", "_c10d_functional::all_to_all_single" ->
 /// "all_to_all_single", "mm" -> "mm".
 std::string op_base_name(const std::string& op);
+/// op_base_name() as a view into `op` (no copy).
+std::string_view op_base_view(std::string_view op);
 
 /// Operators the default policy saves (matmuls, attention kernels, max, topk, scaled
 /// mm, reduce_scatter, all_to_all; not all_gather). `op_base` is "mm", "bmm", ...
@@ -43,7 +46,7 @@ class AcPolicy {
   explicit AcPolicy(AcPolicyKind kind, std::vector<OpSelector> selectors = {});
   /// Decision for the next forward operator: base name, module FQN, AC region (layer)
   /// and whether it draws random numbers.
-  ir::RecomputePolicy decide(const std::string& op_base, const std::string& fqn, std::optional<int64_t> layer,
+  ir::RecomputePolicy decide(std::string_view op_base, const std::string& fqn, std::optional<int64_t> layer,
                              bool is_random);
   AcPolicyKind kind() const { return kind_; }
 

@@ -10,6 +10,8 @@
 #include <ATen/core/enum_tag.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -28,6 +30,9 @@ struct OpProperties {
   bool side_effects = false;
   bool uninitialized_allocation = false;
   bool async_assert = false;
+  bool data_dependent_output_shape = false;  // has_data_dependent_output_shape(op_name)
+  bool reads_device_data_on_host = false;    // reads_device_data_on_host(op_name)
+  bool flop_formula = false;                 // has_flop_formula
   std::vector<size_t> written_args;  // schema argument positions the op writes
   /// Position of a `dropout_p` argument (the attention kernels): the op draws random
   /// numbers only when it is nonzero. -1 when the schema has none.
@@ -56,6 +61,16 @@ bool is_async_assert_name(const std::string& ns, const std::string& base) {
   return ns == "aten" && (base == "_assert_async" || base == "_functional_assert_async");
 }
 
+bool flop_formula_of(const ir::Node& node) {
+  if (node.op().rfind("aten::", 0) != 0) return false;
+  const std::string base = node.op_base();
+  static const char* const kMatmulLike[] = {"mm", "bmm", "addmm", "baddbmm", "convolution", "convolution_backward"};
+  for (const char* m : kMatmulLike)
+    if (base == m) return true;
+  // _scaled_dot_product_{flash,efficient,cudnn}_attention[_backward], _flash_attention_forward, ...
+  return base[0] == '_' && base.find("_attention") != std::string::npos;
+}
+
 OpProperties compute(const ir::Node& node) {
   OpProperties p;
   std::string name = node.op_name();
@@ -63,6 +78,9 @@ OpProperties compute(const ir::Node& node) {
   auto colon = name.find("::");
   std::string ns = colon == std::string::npos ? std::string() : name.substr(0, colon);
 
+  p.data_dependent_output_shape = has_data_dependent_output_shape(name);
+  p.reads_device_data_on_host = reads_device_data_on_host(name);
+  p.flop_formula = flop_formula_of(node);
   p.collective = is_collective_name(ns, base);
   p.async_assert = is_async_assert_name(ns, base);
   static const char* const allocations[] = {"empty", "new_empty", "empty_strided", "new_empty_strided", "empty_like"};
@@ -109,13 +127,48 @@ OpProperties compute(const ir::Node& node) {
   return p;
 }
 
-const OpProperties& properties(const ir::Node& node) {
+const std::pair<const std::string, OpProperties>& lookup_shared(const ir::Node& node) {
   static std::mutex mutex;
   static std::unordered_map<std::string, OpProperties> cache;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(node.op());
   if (it == cache.end()) it = cache.emplace(node.op(), compute(node)).first;
-  return it->second;  // unordered_map references stay valid across inserts
+  return *it;  // unordered_map references stay valid across inserts
+}
+
+// A cheap hash of an operator string: its length and up to 16 of its bytes (the 8 after
+// a leading namespace-sized prefix and the last 8), enough to tell a graph's few hundred
+// operators apart; a collision only costs a lookup in the shared cache.
+inline size_t quick_hash(const std::string& op) {
+  const size_t n = op.size();
+  uint64_t a = 0, b = 0;
+  if (n >= 8) {
+    std::memcpy(&a, op.data() + (n >= 14 ? 6 : 0), 8);
+    std::memcpy(&b, op.data() + n - 8, 8);
+  } else {
+    std::memcpy(&a, op.data(), n);
+  }
+  uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full) ^ (n * 0x165667B19E3779F9ull);
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+// Every pass asks about every node several times: a per-thread direct-mapped cache in
+// front of the shared, locked one keeps that to a hash of a few words and one string
+// compare. Entries point into the shared cache, whose elements never move or die.
+const OpProperties& properties(const ir::Node& node) {
+  struct Entry {
+    const std::string* key = nullptr;
+    const OpProperties* props = nullptr;
+  };
+  constexpr size_t kSlots = 512;
+  thread_local Entry slots[kSlots];
+  const std::string& op = node.op();
+  Entry& e = slots[quick_hash(op) & (kSlots - 1)];
+  if (e.key != nullptr && *e.key == op) return *e.props;
+  const auto& shared = lookup_shared(node);
+  e.key = &shared.first;
+  e.props = &shared.second;
+  return shared.second;
 }
 
 }  // namespace
@@ -139,15 +192,9 @@ bool has_side_effects(const ir::Node& node) { return properties(node).side_effec
 bool is_uninitialized_allocation(const ir::Node& node) { return properties(node).uninitialized_allocation; }
 bool is_async_assert(const ir::Node& node) { return properties(node).async_assert; }
 
-bool has_flop_formula(const ir::Node& node) {
-  if (node.op().rfind("aten::", 0) != 0) return false;
-  const std::string base = node.op_base();
-  static const char* const kMatmulLike[] = {"mm", "bmm", "addmm", "baddbmm", "convolution", "convolution_backward"};
-  for (const char* m : kMatmulLike)
-    if (base == m) return true;
-  // _scaled_dot_product_{flash,efficient,cudnn}_attention[_backward], _flash_attention_forward, ...
-  return base[0] == '_' && base.find("_attention") != std::string::npos;
-}
+bool has_flop_formula(const ir::Node& node) { return properties(node).flop_formula; }
+bool has_data_dependent_output_shape(const ir::Node& node) { return properties(node).data_dependent_output_shape; }
+bool reads_device_data_on_host(const ir::Node& node) { return properties(node).reads_device_data_on_host; }
 
 std::optional<std::vector<ir::Value*>> written_values(const ir::Node& node) {
   const OpProperties& p = properties(node);

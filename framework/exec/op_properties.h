@@ -34,6 +34,9 @@ bool has_data_dependent_output_shape(const std::string& op_name);
 /// their offsets). Either way the host waits for the device, which a capturing CUDA
 /// stream refuses: such an op runs eagerly.
 bool reads_device_data_on_host(const std::string& op_name);
+/// The two above, by node (cached per operator, no string built).
+bool has_data_dependent_output_shape(const ir::Node& node);
+bool reads_device_data_on_host(const ir::Node& node);
 /// A compute op: one with a FLOP formula (aten mm, bmm, addmm, baddbmm, convolution and
 /// its backward, the attention kernels and their backwards), what schedulers batch.
 bool has_flop_formula(const ir::Node& node);

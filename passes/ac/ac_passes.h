@@ -28,6 +28,10 @@ int64_t save_layer_boundaries(ir::Graph& graph, check::Decisions& d);
 /// Returns how many changed; counts rule save-in-place-write and guards
 /// writes-saved-storage / reads-value-written-later in `d`.
 int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions& d);
+class MutationIndex;
+/// The same with the graph's mutation index already built (the index depends on the
+/// graph's nodes and arguments only, not on their tags).
+int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions& d, const MutationIndex& mutations);
 
 /// A node that must run exactly once, in the forward: side effects other than writing a
 /// fresh value (generator-state ops, prints), or an in-place write whose target is (a
@@ -45,6 +49,10 @@ class MutationIndex {
   /// True when some operand of `node` is written in place after `node` in a storage a
   /// recomputation would not create afresh (a graph input, or a saved value).
   bool reads_value_written_later(const ir::Node& node) const;
+  /// The same without the exception for storages a recomputation creates afresh: what
+  /// no retagging can change (false here: reads_value_written_later is false whatever
+  /// the tags).
+  bool may_read_value_written_later(const ir::Node& node) const;
 
  private:
   std::unordered_map<const ir::Value*, std::vector<const ir::Node*>> writers_;

@@ -10,8 +10,23 @@
 #include "passes/ac/ac_passes.h"
 
 #include <cctype>
+#include <string_view>
+#include <vector>
 
 namespace passcheck::passes {
+
+namespace {
+
+// Node::op_base() as a view into the node's operator (no string built).
+std::string_view op_base_of(const ir::Node& n) {
+  std::string_view name = n.op();
+  auto dot = name.find('.');
+  if (dot != std::string_view::npos) name = name.substr(0, dot);
+  auto colon = name.rfind("::");
+  return colon == std::string_view::npos ? name : name.substr(colon + 2);
+}
+
+}  // namespace
 
 check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& options) {
   const std::string& mode = options.get("mode");
@@ -36,41 +51,58 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
     throw check::PassConfigError("apply-ac: unknown mode '" + mode + "' (full, selective)");
   }
 
-  uint64_t before = graph.hash();
+  // Only recompute tags change: the text (and its hash) changes exactly when a node's
+  // final tag differs from its first, so that is compared instead of hashing twice.
+  std::vector<ir::RecomputePolicy> before;
+  before.reserve(graph.num_nodes());
   check::PassResult result;
   check::Decisions d(result, options);
   check::AcPolicy op_policy(check::AcPolicyKind::Op);
   MutationIndex mutations(graph);
-  int64_t tagged = 0;
+  static const std::string kMustStayInForward = "must-stay-in-forward";
+  static const std::string kReadsValueWrittenLater = "reads-value-written-later";
+  static const std::string kRandomOp = "random-op";
+  static const std::string kPerOpPolicy = "per-op-policy";
+  static const std::string kCheckpointLayer = "checkpoint-layer";
+  const bool widened_checkpoint = d.widened(kCheckpointLayer);
+  int64_t tagged = 0, per_op_fired = 0, checkpoint_fired = 0;
   for (ir::Node* n : graph.nodes()) {
-    ir::NodeMeta& meta = n->mutable_meta();
+    const ir::NodeMeta& meta = n->meta();
+    before.push_back(meta.recompute);
     if (meta.phase != ir::Phase::Forward) continue;
     std::optional<int64_t> layer = meta.ac_region_id ? meta.ac_region_id : check::layer_of(meta.module_fqn);
     if (!layer) continue;  // only transformer blocks are checkpointed
-    if (d.refuse("must-stay-in-forward", must_stay_in_forward(*n)) ||
-        d.refuse("reads-value-written-later", mutations.reads_value_written_later(*n))) {
-      meta.recompute = ir::RecomputePolicy::MustSave;
+    ir::RecomputePolicy decision;
+    if (d.refuse(kMustStayInForward, must_stay_in_forward(*n)) ||
+        d.refuse(kReadsValueWrittenLater, mutations.reads_value_written_later(*n))) {
+      decision = ir::RecomputePolicy::MustSave;
     } else if (per_op) {
-      meta.recompute = op_policy.decide(n->op_base(), meta.module_fqn, layer, exec::is_random(*n));
-      d.fire("per-op-policy");
-    } else if (*layer % *every_nth == 0 || d.widened("checkpoint-layer")) {
+      decision = op_policy.decide(op_base_of(*n), meta.module_fqn, layer, exec::is_random(*n));
+      ++per_op_fired;
+    } else if (*layer % *every_nth == 0 || widened_checkpoint) {
       // Widened: the layers the interval skips are checkpointed too (and so is their
       // random op, below, unless its guard holds).
-      if (d.refuse("random-op", exec::is_random(*n))) {
-        meta.recompute = ir::RecomputePolicy::MustSave;
+      if (d.refuse(kRandomOp, exec::is_random(*n))) {
+        decision = ir::RecomputePolicy::MustSave;
       } else {
-        meta.recompute = ir::RecomputePolicy::MustRecompute;
-        d.fire("checkpoint-layer");
+        decision = ir::RecomputePolicy::MustRecompute;
+        ++checkpoint_fired;
       }
     } else {
       continue;
     }
+    if (meta.recompute != decision) n->mutable_meta().recompute = decision;
     ++tagged;
   }
+  d.fire(kPerOpPolicy, per_op_fired);
+  d.fire(kCheckpointLayer, checkpoint_fired);
   result.stats["tagged_nodes"] = tagged;
   result.stats["layer_boundary_saves"] = save_layer_boundaries(graph, d);
-  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph, d);
-  result.changed = graph.hash() != before;
+  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph, d, mutations);
+  bool changed = false;
+  size_t i = 0;
+  for (const ir::Node* n : graph.nodes()) changed |= n->meta().recompute != before[i++];
+  result.changed = changed;
   return result;
 }
 

@@ -24,15 +24,20 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 namespace passcheck::passes {
 
 namespace {
 
+// Guard names, built once (Decisions takes std::string; a literal builds one per call).
+const std::string kMustStayInForward = "must-stay-in-forward";
+const std::string kReadsValueWrittenLater = "reads-value-written-later";
+const std::string kWritesSavedStorage = "writes-saved-storage";
+
 bool is_loss_or_head(const std::string& fqn) {
-  for (const char* root : {"loss", "lm_head"}) {
-    std::string r(root);
+  for (std::string_view r : {std::string_view("loss"), std::string_view("lm_head")}) {
     if (fqn == r || (fqn.size() > r.size() && fqn.compare(0, r.size(), r) == 0 && fqn[r.size()] == '.')) return true;
   }
   return false;
@@ -77,9 +82,9 @@ check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options
     if (!ir::is_recomputable(n.meta().recompute)) return false;
     // Tagged recomputable, but unsafe to run again (the taggers save these; other tags
     // may not).
-    if (d.refuse("must-stay-in-forward", must_stay_in_forward(n))) return false;
-    if (d.refuse("reads-value-written-later", mutations.reads_value_written_later(n))) return false;
-    return !d.refuse("writes-saved-storage", writes_saved_storage(n));
+    if (d.refuse(kMustStayInForward, must_stay_in_forward(n))) return false;
+    if (d.refuse(kReadsValueWrittenLater, mutations.reads_value_written_later(n))) return false;
+    return !d.refuse(kWritesSavedStorage, writes_saved_storage(n));
   };
   auto unchanged = [&] {
     result.changed = false;
@@ -88,7 +93,13 @@ check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options
 
   // 1-2.
   bool any_recomputable = false;
-  for (ir::Node* n : nodes) {
+  // Step 3's start, found in the same walk: after the last forward or loss node of the
+  // loss or the head (backward nodes inherit their forward node's FQN, so only forward
+  // and loss nodes mark where the loss computation ends).
+  size_t start = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ir::Node* n = nodes[i];
+    if (n->meta().phase != ir::Phase::Backward && is_loss_or_head(n->meta().module_fqn)) start = i + 1;
     if (!is_forward_recomputable(*n)) continue;
     any_recomputable = true;
     if (d.refuse("random-op-without-replay", exec::is_random(*n) && !replay_rng))
@@ -100,12 +111,7 @@ check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options
   }
   if (!any_recomputable) return unchanged();
 
-  // 3.
-  size_t start = 0;
-  // Backward nodes inherit their forward node's FQN, so only forward and loss nodes
-  // mark where the loss computation ends.
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i]->meta().phase != ir::Phase::Backward && is_loss_or_head(nodes[i]->meta().module_fqn)) start = i + 1;
+  // 3. (start: above)
   std::vector<std::vector<ir::Node*>> regions_needing;
   for (size_t i = start; i < nodes.size();) {
     if (nodes[i]->meta().phase != ir::Phase::Backward) {
@@ -116,8 +122,10 @@ check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options
     bool needs = false;
     for (; i < nodes.size() && nodes[i]->meta().phase == ir::Phase::Backward; ++i) {
       region.push_back(nodes[i]);
-      for (ir::Value* v : nodes[i]->operands())
+      for (size_t slot = 0; slot < nodes[i]->num_operands(); ++slot) {
+        const ir::Value* v = nodes[i]->operand(slot);
         if (v->producer() && is_forward_recomputable(*v->producer())) needs = true;
+      }
     }
     if (needs) regions_needing.push_back(std::move(region));
   }

@@ -17,14 +17,39 @@ namespace passcheck::passes {
 
 namespace {
 
+// Decision names, built once: Decisions takes std::string, and a literal would build one
+// per node.
+const std::string kSkippedModule = "skipped-module";
+const std::string kForcedSave = "forced-save";
+const std::string kMustStayInForward = "must-stay-in-forward";
+const std::string kReadsValueWrittenLater = "reads-value-written-later";
+const std::string kWritesSavedStorage = "writes-saved-storage";
+const std::string kSymbolicInt = "symbolic-int";
+const std::string kCopyWaitTag = "copy-wait-tag";
+const std::string kPolicyMustSave = "policy-must-save";
+const std::string kPolicyMustRecompute = "policy-must-recompute";
+const std::string kPolicyPreferRecompute = "policy-prefer-recompute";
+const std::string kSaveInPlaceWrite = "save-in-place-write";
+const std::string kSaveLayerBoundary = "save-layer-boundary";
+
+// Node::op_base() as a view into the node's operator (no string built).
+std::string_view op_base_of(const ir::Node& n) {
+  std::string_view name = n.op();
+  auto dot = name.find('.');
+  if (dot != std::string_view::npos) name = name.substr(0, dot);
+  auto colon = name.rfind("::");
+  return colon == std::string_view::npos ? name : name.substr(colon + 2);
+}
+
 bool has_prefix_component(const std::string& fqn, const std::string& prefix) {
   return fqn == prefix || (fqn.size() > prefix.size() && fqn.compare(0, prefix.size(), prefix) == 0 &&
                            fqn[prefix.size()] == '.');
 }
 
 std::optional<int64_t> region_of(const ir::Node& n) {
-  if (n.meta().ac_region_id) return n.meta().ac_region_id;
-  return check::layer_of(n.meta().module_fqn);
+  const ir::NodeMeta& meta = n.meta();
+  if (meta.ac_region_id) return meta.ac_region_id;
+  return check::layer_of(meta.module_fqn);
 }
 
 std::vector<check::OpSelector> parse_selectors(const std::vector<std::string>& texts) {
@@ -57,13 +82,26 @@ MutationIndex::MutationIndex(const ir::Graph& graph) {
 }
 
 bool MutationIndex::reads_value_written_later(const ir::Node& node) const {
-  for (const ir::Value* v : node.operands()) {
+  if (writers_.empty()) return false;  // nothing is written in place
+  for (size_t slot = 0; slot < node.num_operands(); ++slot) {
+    const ir::Value* v = node.operand(slot);
     const ir::Value* root = storage_root(v);
+    auto it = writers_.find(root);
+    if (it == writers_.end()) continue;
     // A storage that a recomputation would create afresh (a recomputable producer) is
     // safe: only storages that survive (inputs, saved values) carry the later write.
     const ir::Node* creator = root->producer();
     if (creator && ir::is_recomputable(creator->meta().recompute) && !must_stay_in_forward(*creator)) continue;
-    auto it = writers_.find(root);
+    for (const ir::Node* writer : it->second)
+      if (writer != &node && node.is_before(writer)) return true;
+  }
+  return false;
+}
+
+bool MutationIndex::may_read_value_written_later(const ir::Node& node) const {
+  if (writers_.empty()) return false;
+  for (size_t slot = 0; slot < node.num_operands(); ++slot) {
+    auto it = writers_.find(storage_root(node.operand(slot)));
     if (it == writers_.end()) continue;
     for (const ir::Node* writer : it->second)
       if (writer != &node && node.is_before(writer)) return true;
@@ -100,22 +138,34 @@ bool must_stay_in_forward(const ir::Node& node) {
 }
 
 int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions& d) {
+  const MutationIndex mutations(graph);
+  return save_in_place_writes_to_saved_storage(graph, d, mutations);
+}
+
+int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions& d, const MutationIndex& mutations) {
   // Saving a node can make another unsafe to recompute (an in-place write into it, or a
   // read of it before a later in-place write): repeat to a fixpoint.
-  MutationIndex mutations(graph);
   int64_t saved = 0;
-  const bool widened = d.widened("save-in-place-write");
+  const bool widened = d.widened(kSaveInPlaceWrite);
+  // Only a forward node that writes in place, or reads a storage written after it, can
+  // ever be unsafe (each guard below needs one of the two, and neither depends on the
+  // tags): the rounds walk those, in graph order, instead of the whole graph.
+  std::vector<ir::Node*> candidates;
+  for (ir::Node* n : graph.nodes())
+    if (n->meta().phase != ir::Phase::Backward &&
+        (exec::is_mutating(*n) || mutations.may_read_value_written_later(*n)))
+      candidates.push_back(n);
   for (bool changed = true; changed;) {
     changed = false;
-    for (ir::Node* n : graph.nodes()) {
-      if (n->meta().phase == ir::Phase::Backward || !ir::is_recomputable(n->meta().recompute)) continue;
+    for (ir::Node* n : candidates) {
+      if (!ir::is_recomputable(n->meta().recompute)) continue;
       // The widened rule also saves every in-place node, whatever storage it writes.
-      const bool unsafe = d.refuse("writes-saved-storage", writes_saved_storage(*n)) ||
-                          d.refuse("reads-value-written-later", mutations.reads_value_written_later(*n)) ||
+      const bool unsafe = d.refuse(kWritesSavedStorage, writes_saved_storage(*n)) ||
+                          d.refuse(kReadsValueWrittenLater, mutations.reads_value_written_later(*n)) ||
                           (widened && exec::is_mutating(*n));
       if (!unsafe) continue;
       n->mutable_meta().recompute = ir::RecomputePolicy::MustSave;
-      d.fire("save-in-place-write");
+      d.fire(kSaveInPlaceWrite);
       ++saved;
       changed = true;
     }
@@ -125,26 +175,35 @@ int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions
 
 int64_t save_layer_boundaries(ir::Graph& graph, check::Decisions& d) {
   int64_t upgraded = 0;
-  const bool widened = d.widened("save-layer-boundary");
+  const bool widened = d.widened(kSaveLayerBoundary);
   for (ir::Node* n : graph.nodes()) {
     if (n->meta().phase == ir::Phase::Backward || !ir::is_recomputable(n->meta().recompute)) continue;
-    int64_t layer = region_of(*n).value_or(0);
+    std::optional<int64_t> layer;  // computed at the first user that needs it
     bool crosses = false;
-    for (ir::Value* out : n->outputs())
+    for (ir::Value* out : n->outputs()) {
       for (const ir::Use& use : out->uses()) {
         if (use.is_graph_output()) continue;
         const ir::Node* user = use.user;
         // Widened: any recomputable forward user counts as crossing, same layer or not.
-        if (user->meta().phase != ir::Phase::Backward && ir::is_recomputable(user->meta().recompute) &&
-            (widened || region_of(*user).value_or(0) > layer))
+        if (user->meta().phase == ir::Phase::Backward || !ir::is_recomputable(user->meta().recompute)) continue;
+        if (widened) {
           crosses = true;
+          break;
+        }
+        if (!layer) layer = region_of(*n).value_or(0);
+        if (region_of(*user).value_or(0) > *layer) {
+          crosses = true;
+          break;
+        }
       }
+      if (crosses) break;
+    }
     if (crosses) {
       n->mutable_meta().recompute = ir::RecomputePolicy::MustSave;
-      d.fire("save-layer-boundary");
       ++upgraded;
     }
   }
+  d.fire(kSaveLayerBoundary, upgraded);
   return upgraded;
 }
 
@@ -157,49 +216,67 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
   }
   check::AcPolicy policy(kind, parse_selectors(options.get_list("selectors")));
   std::vector<std::string> skipped = options.get_list("skip");
-  uint64_t before = graph.hash();
+  // Only recompute tags change: the text (and its hash) changes exactly when a node's
+  // final tag differs from its first, so that is compared instead of hashing twice.
+  std::vector<ir::RecomputePolicy> before;
+  before.reserve(graph.num_nodes());
 
   check::PassResult result;
   check::Decisions d(result, options);
   MutationIndex mutations(graph);
-  int64_t tagged = 0;
+  const bool widened_policy = d.widened(kPolicyPreferRecompute);
+  int64_t tagged = 0, copied_wait_tags = 0, policy_fired[3] = {0, 0, 0};
   for (ir::Node* n : graph.nodes()) {
     const ir::NodeMeta& meta = n->meta();
+    before.push_back(meta.recompute);
     if (meta.phase == ir::Phase::Backward) continue;
     bool skip = false;
     for (const auto& prefix : skipped) skip |= has_prefix_component(meta.module_fqn, prefix);
-    if (d.refuse("skipped-module", skip)) continue;
+    if (d.refuse(kSkippedModule, skip)) continue;
     ir::RecomputePolicy decision;
     bool symbolic_int = false;
     for (ir::Value* out : n->outputs()) symbolic_int |= out->type() == ir::ValueType::Int;
-    if (d.refuse("forced-save", meta.custom.count("force_save") && meta.custom.at("force_save") == "1") ||
-        d.refuse("must-stay-in-forward", must_stay_in_forward(*n)) ||
-        d.refuse("reads-value-written-later", mutations.reads_value_written_later(*n))) {
+    bool forced = false;
+    if (!meta.custom.empty()) {
+      auto it = meta.custom.find("force_save");
+      forced = it != meta.custom.end() && it->second == "1";
+    }
+    if (d.refuse(kForcedSave, forced) || d.refuse(kMustStayInForward, must_stay_in_forward(*n)) ||
+        d.refuse(kReadsValueWrittenLater, mutations.reads_value_written_later(*n))) {
       decision = ir::RecomputePolicy::MustSave;
-    } else if (n->op_base() == "wait_tensor" && n->num_operands() > 0 && n->operand(0)->producer()) {
+    } else if (const std::string_view base = op_base_of(*n);
+               base == "wait_tensor" && n->num_operands() > 0 && n->operand(0)->producer()) {
       decision = n->operand(0)->producer()->meta().recompute;
-      d.fire("copy-wait-tag");
-    } else if (d.refuse("symbolic-int", symbolic_int)) {
+      ++copied_wait_tags;
+    } else if (d.refuse(kSymbolicInt, symbolic_int)) {
       decision = ir::RecomputePolicy::MustSave;
     } else {
-      decision = policy.decide(n->op_base(), meta.module_fqn, region_of(*n), exec::is_random(*n));
+      decision = policy.decide(base, meta.module_fqn, region_of(*n), exec::is_random(*n));
       // Widened: the policy's recompute class also takes the ops it would save.
-      if (decision == ir::RecomputePolicy::MustSave && d.widened("policy-prefer-recompute"))
-        decision = ir::RecomputePolicy::PreferRecompute;
-      d.fire(decision == ir::RecomputePolicy::MustSave          ? "policy-must-save"
-             : decision == ir::RecomputePolicy::MustRecompute ? "policy-must-recompute"
-                                                                : "policy-prefer-recompute");
+      if (decision == ir::RecomputePolicy::MustSave && widened_policy) decision = ir::RecomputePolicy::PreferRecompute;
+      ++policy_fired[decision == ir::RecomputePolicy::MustSave          ? 0
+                     : decision == ir::RecomputePolicy::MustRecompute ? 1
+                                                                        : 2];
     }
-    if (meta.recompute != decision) n->mutable_meta().recompute = decision;  // only what changes is touched
+    if (meta.recompute != decision) n->mutable_meta().recompute = decision;
     ++tagged;
   }
+  d.fire(kCopyWaitTag, copied_wait_tags);
+  d.fire(kPolicyMustSave, policy_fired[0]);
+  d.fire(kPolicyMustRecompute, policy_fired[1]);
+  d.fire(kPolicyPreferRecompute, policy_fired[2]);
   result.stats["tagged_nodes"] = tagged;
   result.stats["layer_boundary_saves"] = save_layer_boundaries(graph, d);
-  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph, d);
+  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph, d, mutations);
   int64_t recomputable = 0;
-  for (const ir::Node* n : graph.nodes()) recomputable += ir::is_recomputable(n->meta().recompute);
+  bool changed = false;
+  size_t i = 0;
+  for (const ir::Node* n : graph.nodes()) {
+    recomputable += ir::is_recomputable(n->meta().recompute);
+    changed |= n->meta().recompute != before[i++];
+  }
   result.stats["recomputable_nodes"] = recomputable;
-  result.changed = graph.hash() != before;
+  result.changed = changed;
   return result;
 }
 

@@ -9,6 +9,8 @@
 #include "framework/check/pass.h"
 #include "framework/ir/graph.h"
 
+#include <vector>
+
 namespace passcheck::passes {
 
 // Each pass comes as a pair: the function, and `<name>_pass_info()` returning its
@@ -51,6 +53,23 @@ check::PassInfo canonicalize_pass_info();
 /// first. Stats: erased_nodes, rewired_uses.
 check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options = {});
 check::PassInfo cse_pass_info();
+
+namespace detail {
+/// The canonicalize steps on a list of candidates (every node of the step's operators,
+/// in graph order; null entries skipped) instead of every node; null: every node, as
+/// the passes above. Erased candidates become null; normalize-views puts its reshape in
+/// the place of the view it replaces. Only without injected faults (a widened rule may
+/// take other operators).
+check::PassResult remove_detach_on(ir::Graph& graph, const check::PassOptions& options, std::vector<ir::Node*>* nodes);
+check::PassResult remove_identity_view_on(ir::Graph& graph, const check::PassOptions& options,
+                                          std::vector<ir::Node*>* nodes);
+check::PassResult remove_b2b_transpose_on(ir::Graph& graph, const check::PassOptions& options,
+                                          std::vector<ir::Node*>* nodes);
+check::PassResult remove_identity_slice_on(ir::Graph& graph, const check::PassOptions& options,
+                                           std::vector<ir::Node*>* nodes);
+check::PassResult normalize_views_on(ir::Graph& graph, const check::PassOptions& options,
+                                     std::vector<ir::Node*>* nodes);
+}  // namespace detail
 
 /// Registers every pass of this file's family.
 void register_cleanup_passes(check::PassRegistry& registry);

@@ -23,6 +23,9 @@
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 
+#include <charconv>
+#include <cstdint>
+#include <string_view>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -44,13 +47,43 @@ const char* unmergeable_because(const ir::Node& n) {
 // The text of the operator and its arguments: values print as their (unique) names,
 // which is identity; constants print exactly (format_double round-trips). Widened
 // (mutants only): constants are left out, so add(x, y, 1) and add(x, y, 2) look equal.
-std::string key_of(const ir::Node& n, bool values_only) {
-  std::string key = n.op() + "(";
+// ir::print_arg(a) appended to `out`, without building a string for the common kinds.
+void append_arg(std::string& out, const ir::Arg& a) {
+  switch (a.kind) {
+    case ir::Arg::Kind::Value:
+      out += '%';
+      out += a.value->name();
+      return;
+    case ir::Arg::Kind::Int: {
+      char buffer[24];
+      const auto end = std::to_chars(buffer, buffer + sizeof buffer, a.i).ptr;
+      out.append(buffer, end);
+      return;
+    }
+    case ir::Arg::Kind::None: out += "None"; return;
+    case ir::Arg::Kind::Bool: out += a.b ? "True" : "False"; return;
+    case ir::Arg::Kind::List:
+      out += '[';
+      for (size_t i = 0; i < a.list.size(); ++i) {
+        if (i) out += ", ";
+        append_arg(out, a.list[i]);
+      }
+      out += ']';
+      return;
+    default: out += ir::print_arg(a); return;
+  }
+}
+
+void key_of(const ir::Node& n, bool values_only, std::string& key) {
+  key.clear();
+  key += n.op();
+  key += '(';
   for (size_t i = 0; i < n.num_args(); ++i) {
     if (values_only && n.arg(i).kind != ir::Arg::Kind::Value) continue;
-    key += (i ? ", " : "") + ir::print_arg(n.arg(i));
+    if (i) key += ", ";
+    append_arg(key, n.arg(i));
   }
-  return key + ")";
+  key += ')';
 }
 
 // Whether a write may reach `v`: some user mutates it, or views it (a view's users
@@ -159,7 +192,23 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
     ir::Node* node;
     int64_t epoch;
   };
-  std::unordered_map<std::string, Seen> seen;
+  // By the hash of the key, not the key: no string kept per node. A hit is confirmed by
+  // the stored node's key (its arguments never change once seen: only later nodes are
+  // rewired); keys that share a hash with another key live in `overflow`.
+  std::unordered_map<uint64_t, Seen> seen;
+  std::unordered_map<std::string, Seen> overflow;
+  seen.reserve(graph.num_nodes());
+  std::string key, stored_key;
+  // The entry of `key`, or null after recording `fresh` as its first node.
+  auto find_or_add = [&](const Seen& fresh) -> Seen* {
+    const uint64_t h = std::hash<std::string_view>{}(key);
+    auto [it, added] = seen.try_emplace(h, fresh);
+    if (added) return nullptr;
+    key_of(*it->second.node, values_only, stored_key);
+    if (stored_key == key) return &it->second;
+    auto [other, added_other] = overflow.try_emplace(key, fresh);
+    return added_other ? nullptr : &other->second;
+  };
   int64_t epoch = 0;
   WriteExposure writes;
   for (ir::Node* n : graph.nodes()) {
@@ -168,23 +217,20 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
       continue;
     }
     if (n->num_outputs() == 0) continue;  // nothing to forward
-    std::string key = key_of(*n, values_only);
-    auto it = seen.find(key);
-    if (it == seen.end()) {
-      seen.emplace(std::move(key), Seen{n, epoch});
-      continue;
-    }
-    ir::Node* first = it->second.node;
+    key_of(*n, values_only, key);
+    Seen* it = find_or_add(Seen{n, epoch});
+    if (it == nullptr) continue;
+    ir::Node* first = it->node;
     // Equal keys mean the same operator, so the same reason, except a rematerialized
     // node met before its plain twin: then the plain one becomes the one to merge into.
     const char* own_reason = unmergeable_because(*n);
     const char* reason = own_reason ? own_reason : unmergeable_because(*first);
     if (reason && d.refuse(reason, true)) {
-      if (!own_reason) it->second = Seen{n, epoch};
+      if (!own_reason) *it = Seen{n, epoch};
       continue;
     }
-    if (d.refuse("mutation-between", it->second.epoch != epoch)) {
-      it->second = Seen{n, epoch};  // later duplicates merge into this one
+    if (d.refuse("mutation-between", it->epoch != epoch)) {
+      *it = Seen{n, epoch};  // later duplicates merge into this one
       continue;
     }
     // Equal operators on equal arguments have equal outputs; a mismatch means the

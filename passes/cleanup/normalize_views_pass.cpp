@@ -17,15 +17,20 @@ check::PassInfo normalize_views_pass_info() {
   return info;
 }
 
-check::PassResult normalize_views_pass(ir::Graph& graph, const check::PassOptions& options) {
+check::PassResult detail::normalize_views_on(ir::Graph& graph, const check::PassOptions& options,
+                                             std::vector<ir::Node*>* nodes) {
+  static const std::string kRule = "view-to-reshape";
   int64_t rewritten = 0;
   check::PassResult result;
   check::Decisions d(result, options);
-  for (ir::Node* n : graph.nodes()) {
-    bool is_view = n->op() == "aten::view" || n->op() == "aten::_unsafe_view";
+  const bool widened_rule = d.widened(kRule);
+  // Returns the reshape that replaced `n`, or null.
+  auto visit = [&](ir::Node* n) -> ir::Node* {
+    const std::string& op = n->op();
+    bool is_view = op == "aten::view" || op == "aten::_unsafe_view";
     // Widened (mutants only): _reshape_alias taken for a view, its stride argument dropped.
-    bool widened = d.widened("view-to-reshape") && n->op() == "aten::_reshape_alias" && n->num_args() >= 2;
-    if ((!is_view && !widened) || n->num_outputs() != 1) continue;
+    bool widened = widened_rule && op == "aten::_reshape_alias" && n->num_args() >= 2;
+    if ((!is_view && !widened) || n->num_outputs() != 1) return nullptr;
     std::vector<ir::Arg> args = n->args();
     if (widened) args.resize(2);
     ir::Node* reshape = graph.create("aten::reshape", std::move(args), n);
@@ -38,11 +43,23 @@ check::PassResult normalize_views_pass(ir::Graph& graph, const check::PassOption
     graph.erase(n);
     graph.rename(out, name);  // free again now that the old output is gone
     ++rewritten;
-    d.fire("view-to-reshape");
+    return reshape;
+  };
+  if (nodes == nullptr) {
+    for (ir::Node* n : graph.nodes()) visit(n);
+  } else {
+    for (ir::Node*& n : *nodes)
+      if (n != nullptr)
+        if (ir::Node* reshape = visit(n)) n = reshape;
   }
+  d.fire(kRule, rewritten);
   result.changed = rewritten > 0;
   result.stats["rewritten_nodes"] = rewritten;
   return result;
+}
+
+check::PassResult normalize_views_pass(ir::Graph& graph, const check::PassOptions& options) {
+  return detail::normalize_views_on(graph, options, nullptr);
 }
 
 }  // namespace passcheck::passes

@@ -71,27 +71,52 @@ check::PassInfo remove_b2b_transpose_pass_info() {
   return info;
 }
 
-check::PassResult remove_b2b_transpose_pass(ir::Graph& graph, const check::PassOptions& options) {
-  int64_t erased = 0, rewired = 0;
+check::PassResult detail::remove_b2b_transpose_on(ir::Graph& graph, const check::PassOptions& options,
+                                                  std::vector<ir::Node*>* nodes) {
+  static const std::string kRule = "cancel-pair";
+  static const std::string kInnerHasOtherUsers = "inner-has-other-users";
+  int64_t erased = 0, rewired = 0, cancelled = 0;
   check::PassResult decisions;
   check::Decisions d(decisions, options);
-  // In order, so t(t(t(t(x)))) collapses fully in one run: once the second t is
-  // forwarded to x, the fourth sees t(t(x)) again.
-  for (ir::Node* n : graph.nodes()) {
-    if (!is_transpose(n->op(), d) || n->num_outputs() != 1) continue;
+  std::vector<ir::Node*> erased_inner;  // with `nodes`: entries to clear afterwards
+  // Returns whether `n` itself was erased.
+  auto visit = [&](ir::Node* n) {
+    if (!is_transpose(n->op(), d) || n->num_outputs() != 1) return false;
     ir::Value* x = undone_input(*n, d);
-    if (x == nullptr) continue;
+    if (x == nullptr) return false;
     ir::Node* inner = detail::self_operand(*n)->producer();
     rewired += detail::forward_and_erase(graph, n, x);
     ++erased;
-    d.fire("cancel-pair");
-    if (d.refuse("inner-has-other-users", inner->has_users())) continue;
+    ++cancelled;
+    if (d.refuse(kInnerHasOtherUsers, inner->has_users())) return true;
     graph.erase(inner);
+    if (nodes) erased_inner.push_back(inner);
     ++erased;
+    return true;
+  };
+  // In order, so t(t(t(t(x)))) collapses fully in one run: once the second t is
+  // forwarded to x, the fourth sees t(t(x)) again.
+  if (nodes == nullptr) {
+    for (ir::Node* n : graph.nodes()) visit(n);
+  } else {
+    for (ir::Node*& n : *nodes)
+      if (n != nullptr && visit(n)) n = nullptr;
+    // An inner transpose comes before its outer one, so it was visited already; no node
+    // was created since, so its address names no other candidate.
+    if (!erased_inner.empty()) {
+      std::sort(erased_inner.begin(), erased_inner.end());
+      for (ir::Node*& n : *nodes)
+        if (n != nullptr && std::binary_search(erased_inner.begin(), erased_inner.end(), n)) n = nullptr;
+    }
   }
+  d.fire(kRule, cancelled);
   check::PassResult result = detail::rewrite_result(erased, rewired);
   detail::add_decisions(result, decisions);
   return result;
+}
+
+check::PassResult remove_b2b_transpose_pass(ir::Graph& graph, const check::PassOptions& options) {
+  return detail::remove_b2b_transpose_on(graph, options, nullptr);
 }
 
 }  // namespace passcheck::passes

@@ -20,14 +20,24 @@ check::PassInfo remove_detach_pass_info() {
   return info;
 }
 
+check::PassResult detail::remove_detach_on(ir::Graph& graph, const check::PassOptions& options,
+                                           std::vector<ir::Node*>* nodes) {
+  static const std::string kRule = "forward-detach";
+  const bool widened = options.faults().widened_rules.count(kRule) > 0;  // Decisions::widened
+  return detail::forward_nodes(
+      graph, options, kRule,
+      [widened](ir::Node& n, check::Decisions&) -> ir::Value* {
+        if (n.op() == "aten::detach") return detail::self_operand(n);
+        // Widened (mutants only): every operator whose result aliases its input is taken
+        // for a detach, views and transposes included.
+        if (widened && exec::aliases_input(n) && !exec::is_mutating(n)) return detail::self_operand(n);
+        return nullptr;
+      },
+      nodes);
+}
+
 check::PassResult remove_detach_pass(ir::Graph& graph, const check::PassOptions& options) {
-  return detail::forward_nodes(graph, options, "forward-detach", [](ir::Node& n, check::Decisions& d) -> ir::Value* {
-    if (n.op() == "aten::detach") return detail::self_operand(n);
-    // Widened (mutants only): every operator whose result aliases its input is taken
-    // for a detach, views and transposes included.
-    if (d.widened("forward-detach") && exec::aliases_input(n) && !exec::is_mutating(n)) return detail::self_operand(n);
-    return nullptr;
-  });
+  return detail::remove_detach_on(graph, options, nullptr);
 }
 
 }  // namespace passcheck::passes

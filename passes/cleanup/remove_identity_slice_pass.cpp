@@ -52,12 +52,21 @@ check::PassInfo remove_identity_slice_pass_info() {
   return info;
 }
 
+check::PassResult detail::remove_identity_slice_on(ir::Graph& graph, const check::PassOptions& options,
+                                                   std::vector<ir::Node*>* nodes) {
+  static const std::string kRule = "forward-identity-slice";
+  return detail::forward_nodes(
+      graph, options, kRule,
+      [](ir::Node& n, check::Decisions& d) -> ir::Value* {
+        if (n.op() != "aten::slice.Tensor") return nullptr;
+        ir::Value* in = detail::self_operand(n);
+        return in != nullptr && is_identity_slice(n, in, d) ? in : nullptr;
+      },
+      nodes);
+}
+
 check::PassResult remove_identity_slice_pass(ir::Graph& graph, const check::PassOptions& options) {
-  return detail::forward_nodes(graph, options, "forward-identity-slice", [](ir::Node& n, check::Decisions& d) -> ir::Value* {
-    if (n.op() != "aten::slice.Tensor") return nullptr;
-    ir::Value* in = detail::self_operand(n);
-    return in != nullptr && is_identity_slice(n, in, d) ? in : nullptr;
-  });
+  return detail::remove_identity_slice_on(graph, options, nullptr);
 }
 
 }  // namespace passcheck::passes

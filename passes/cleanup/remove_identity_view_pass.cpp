@@ -11,6 +11,10 @@ namespace passcheck::passes {
 
 namespace {
 
+const std::string kMissingMetadata = "missing-metadata";
+const std::string kChangesSizes = "changes-sizes";
+const std::string kChangesLayout = "changes-layout";
+
 bool is_view_like(const std::string& op) {
   return op == "aten::view" || op == "aten::reshape" || op == "aten::_unsafe_view" || op == "aten::_reshape_alias";
 }
@@ -38,16 +42,16 @@ bool arguments_keep_strides(const ir::Node& n, const ir::TensorMeta& a) {
 
 bool is_identity(const ir::Node& n, const ir::Value* in, check::Decisions& d) {
   const ir::Value* out = n.output(0);
-  if (d.refuse("missing-metadata", !in->meta() || !out->meta())) return false;
+  if (d.refuse(kMissingMetadata, !in->meta() || !out->meta())) return false;
   // With the guard disabled (mutants) a view without metadata is taken for an identity.
   if (!in->meta() || !out->meta()) return true;
   const ir::TensorMeta& a = *in->meta();
   const ir::TensorMeta& b = *out->meta();
-  if (d.refuse("changes-sizes", a.sizes != b.sizes || !arguments_keep_shape(n, a))) return false;
+  if (d.refuse(kChangesSizes, a.sizes != b.sizes || !arguments_keep_shape(n, a))) return false;
   // Judged only between equal sizes, so each guard alone stands between the pass and
   // its own kind of non-identity (a mutant disabling one is not masked by the other).
   bool same_sizes = a.sizes == b.sizes;
-  if (d.refuse("changes-layout", same_sizes && (a.strides != b.strides || a.dtype != b.dtype || a.device != b.device ||
+  if (d.refuse(kChangesLayout, same_sizes && (a.strides != b.strides || a.dtype != b.dtype || a.device != b.device ||
                                                 !arguments_keep_strides(n, a))))
     return false;
   return true;
@@ -70,16 +74,26 @@ check::PassInfo remove_identity_view_pass_info() {
   return info;
 }
 
+check::PassResult detail::remove_identity_view_on(ir::Graph& graph, const check::PassOptions& options,
+                                                  std::vector<ir::Node*>* nodes) {
+  static const std::string kRule = "forward-identity-view";
+  const bool widened = options.faults().widened_rules.count(kRule) > 0;  // Decisions::widened
+  return detail::forward_nodes(
+      graph, options, kRule,
+      [widened](ir::Node& n, check::Decisions& d) -> ir::Value* {
+        ir::Value* in = detail::self_operand(n);
+        // Widened (mutants only): as_strided is taken for a view, and judged by its sizes alone.
+        if (widened && n.op() == "aten::as_strided" && in != nullptr && in->meta() && n.output(0)->meta() &&
+            in->meta()->sizes == n.output(0)->meta()->sizes)
+          return in;
+        if (!is_view_like(n.op())) return nullptr;
+        return in != nullptr && is_identity(n, in, d) ? in : nullptr;
+      },
+      nodes);
+}
+
 check::PassResult remove_identity_view_pass(ir::Graph& graph, const check::PassOptions& options) {
-  return detail::forward_nodes(graph, options, "forward-identity-view", [](ir::Node& n, check::Decisions& d) -> ir::Value* {
-    ir::Value* in = detail::self_operand(n);
-    // Widened (mutants only): as_strided is taken for a view, and judged by its sizes alone.
-    if (d.widened("forward-identity-view") && n.op() == "aten::as_strided" && in != nullptr && in->meta() &&
-        n.output(0)->meta() && in->meta()->sizes == n.output(0)->meta()->sizes)
-      return in;
-    if (!is_view_like(n.op())) return nullptr;
-    return in != nullptr && is_identity(n, in, d) ? in : nullptr;
-  });
+  return detail::remove_identity_view_on(graph, options, nullptr);
 }
 
 }  // namespace passcheck::passes

@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace passcheck::passes::detail {
 
@@ -60,24 +61,38 @@ inline check::PassResult rewrite_result(int64_t erased, int64_t rewired) {
   return result;
 }
 
+/// Candidate nodes of a canonicalize step, in graph order (canonicalize_pass.cpp); an
+/// entry the step erased becomes null.
+using NodeList = std::vector<ir::Node*>;
+
 /// The shape of every "x-op(x) is just x" rewrite: each single-output node for which
 /// `replacement_for` returns a value (it sees nodes in order, so a chain collapses in
 /// one run) is forwarded to that value and erased, counting one firing of `rule`.
 /// `replacement_for` counts its own refusals through the Decisions it is given.
-/// Reports changed, erased_nodes, rewired_uses and the decisions.
+/// Reports changed, erased_nodes, rewired_uses and the decisions. With `candidates`,
+/// only those nodes are seen (every other node must be one `replacement_for` leaves
+/// alone without a decision); erased ones are set to null there.
 inline check::PassResult forward_nodes(ir::Graph& graph, const check::PassOptions& options, const std::string& rule,
-                                       const std::function<ir::Value*(ir::Node&, check::Decisions&)>& replacement_for) {
+                                       const std::function<ir::Value*(ir::Node&, check::Decisions&)>& replacement_for,
+                                       NodeList* candidates = nullptr) {
   int64_t erased = 0, rewired = 0;
   check::PassResult decisions;
   check::Decisions d(decisions, options);
-  for (ir::Node* n : graph.nodes()) {
-    if (n->num_outputs() != 1) continue;
+  auto visit = [&](ir::Node* n) {
+    if (n->num_outputs() != 1) return false;
     ir::Value* replacement = replacement_for(*n, d);
-    if (replacement == nullptr) continue;
+    if (replacement == nullptr) return false;
     rewired += forward_and_erase(graph, n, replacement);
     ++erased;
-    d.fire(rule);
+    return true;
+  };
+  if (candidates == nullptr) {
+    for (ir::Node* n : graph.nodes()) visit(n);
+  } else {
+    for (ir::Node*& n : *candidates)
+      if (n != nullptr && visit(n)) n = nullptr;
   }
+  d.fire(rule, erased);
   check::PassResult result = rewrite_result(erased, rewired);
   result.rules_fired = std::move(decisions.rules_fired);
   result.guards_refused = std::move(decisions.guards_refused);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 namespace passcheck::passes {
@@ -14,19 +15,25 @@ namespace {
 
 bool is_tensor(const ir::Value* v) { return v->type() == ir::ValueType::Tensor && v->meta().has_value(); }
 
-// Every tensor the node reads (operands) or writes (outputs).
-std::vector<const ir::Value*> tensors_touched(const ir::Node& node) {
-  std::vector<const ir::Value*> out;
+// Node::op_name() as a view into the node's operator (no string built).
+std::string_view op_name_of(const ir::Node& node) {
+  std::string_view op = node.op();
+  return op.substr(0, op.find('.'));
+}
+
+// Calls fn on every tensor the node reads (operands) or writes (outputs), in that order,
+// until it returns true; returns whether one did.
+template <class Fn>
+bool any_tensor_touched(const ir::Node& node, Fn&& fn) {
   for (size_t i = 0; i < node.num_operands(); ++i)
-    if (is_tensor(node.operand(i))) out.push_back(node.operand(i));
+    if (const ir::Value* v = node.operand(i); is_tensor(v) && fn(v)) return true;
   for (const ir::Value* v : node.outputs())
-    if (is_tensor(v)) out.push_back(v);
-  return out;
+    if (is_tensor(v) && fn(v)) return true;
+  return false;
 }
 
 bool has_symbolic_size(const ir::Node& node) {
-  for (const ir::Value* v : tensors_touched(node))
-    if (v->meta()->is_symbolic()) return true;
+  if (any_tensor_touched(node, [](const ir::Value* v) { return v->meta()->is_symbolic(); })) return true;
   for (const ir::Arg& a : node.args())
     if (a.has_symbols()) return true;
   return false;
@@ -44,7 +51,7 @@ const ir::Arg* named_arg(const ir::Node& node, const char* name) {
 
 // A copy between the host and the capture device from memory that is not pinned.
 bool is_unpinned_host_device_copy(const ir::Node& node, c10::Device capture) {
-  const std::string name = node.op_name();
+  const std::string_view name = op_name_of(node);
   const ir::Value* src = nullptr;
   const ir::Value* dst = nullptr;
   if (name == "aten::_to_copy" || name == "aten::to") {
@@ -109,22 +116,23 @@ CaptureContext CaptureContext::of(const ir::Graph& graph, ir::CaptureSpec::Backe
   ctx.copied = std::move(copied);
   // A scalar read from a tensor taints every non-tensor value computed from it (the ops
   // that read device data only inside their kernel return tensors: nothing to taint).
-  for (const ir::Node* n : graph.nodes()) {
-    bool tainted = exec::reads_device_data_on_host(n->op_name());
-    for (size_t i = 0; i < n->num_operands() && !tainted; ++i) tainted = ctx.data_dependent.count(n->operand(i)) > 0;
-    if (!tainted) continue;
-    for (const ir::Value* v : n->outputs())
-      if (v->type() != ir::ValueType::Tensor) ctx.data_dependent.insert(v);
-  }
   // A data-dependent shape flows into every tensor computed from it, except a 0-dim one
-  // (a full reduction's result has one shape whatever it reduced).
+  // (a full reduction's result has one shape whatever it reduced). Both walk the graph
+  // in order and read only their own set, so one walk does both.
   for (const ir::Node* n : graph.nodes()) {
-    bool dynamic = exec::has_data_dependent_output_shape(n->op_name());
-    for (size_t i = 0; i < n->num_operands() && !dynamic; ++i) dynamic = ctx.dynamic_shape.count(n->operand(i)) > 0;
-    if (!dynamic) continue;
-    for (const ir::Value* v : n->outputs())
-      if (v->type() == ir::ValueType::Tensor && !(v->meta() && !v->meta()->is_symbolic() && v->meta()->sizes.empty()))
-        ctx.dynamic_shape.insert(v);
+    bool tainted = exec::reads_device_data_on_host(*n);
+    bool dynamic = exec::has_data_dependent_output_shape(*n);
+    for (size_t i = 0; i < n->num_operands() && !tainted && !ctx.data_dependent.empty(); ++i)
+      tainted = ctx.data_dependent.count(n->operand(i)) > 0;
+    for (size_t i = 0; i < n->num_operands() && !dynamic && !ctx.dynamic_shape.empty(); ++i)
+      dynamic = ctx.dynamic_shape.count(n->operand(i)) > 0;
+    if (tainted)
+      for (const ir::Value* v : n->outputs())
+        if (v->type() != ir::ValueType::Tensor) ctx.data_dependent.insert(v);
+    if (dynamic)
+      for (const ir::Value* v : n->outputs())
+        if (v->type() == ir::ValueType::Tensor && !(v->meta() && !v->meta()->is_symbolic() && v->meta()->sizes.empty()))
+          ctx.dynamic_shape.insert(v);
   }
   return ctx;
 }
@@ -135,7 +143,7 @@ namespace {
 // every other dtype takes its fallback, which copies the offsets to the host to loop over
 // the groups: a read of device data a captured graph would bake in.
 bool grouped_mm_reads_offsets_on_host(const ir::Node& node) {
-  if (node.op_name() != "aten::_grouped_mm") return false;
+  if (op_name_of(node) != "aten::_grouped_mm") return false;
   for (size_t i = 0; i < std::min<size_t>(node.num_operands(), 2); ++i) {
     const ir::Value* v = node.operand(i);
     if (v->type() == ir::ValueType::Tensor && v->meta() && v->meta()->dtype != at::kBFloat16) return true;
@@ -145,22 +153,32 @@ bool grouped_mm_reads_offsets_on_host(const ir::Node& node) {
 
 }  // namespace
 
-const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx) {
-  if (exec::reads_device_data_on_host(node.op_name())) return "data-dependent-scalar";
+const char* why_not_capturable_but_copies(const ir::Node& node, const CaptureContext& ctx) {
+  if (exec::reads_device_data_on_host(node)) return "data-dependent-scalar";
   if (!ctx.grouped_mm_always_capturable && grouped_mm_reads_offsets_on_host(node)) return "data-dependent-scalar";
-  for (size_t i = 0; i < node.num_operands(); ++i)
-    if (node.operand(i)->type() != ir::ValueType::Tensor && ctx.data_dependent.count(node.operand(i)))
-      return "data-dependent-scalar";
-  if (exec::has_data_dependent_output_shape(node.op_name())) return "data-dependent-shape";
-  if (!ctx.dynamic_shape_consumers_capturable)
+  if (!ctx.data_dependent.empty())
+    for (size_t i = 0; i < node.num_operands(); ++i)
+      if (node.operand(i)->type() != ir::ValueType::Tensor && ctx.data_dependent.count(node.operand(i)))
+        return "data-dependent-scalar";
+  if (exec::has_data_dependent_output_shape(node)) return "data-dependent-shape";
+  if (!ctx.dynamic_shape_consumers_capturable && !ctx.dynamic_shape.empty())
     for (size_t i = 0; i < node.num_operands(); ++i)
       if (ctx.dynamic_shape.count(node.operand(i))) return "data-dependent-shape";
   if (has_symbolic_size(node)) return "symbolic-size";
   if (is_unpinned_host_device_copy(node, ctx.device)) return "host-device-copy";
-  const std::vector<const ir::Value*> tensors = tensors_touched(node);
-  bool on_capture_device = tensors.empty();
-  for (const ir::Value* v : tensors) on_capture_device = on_capture_device || v->meta()->device.type() == ctx.device.type();
-  if (!on_capture_device) return "host-only-op";
+  bool touches_tensor = false;
+  const bool on_capture_device = any_tensor_touched(node, [&](const ir::Value* v) {
+    touches_tensor = true;
+    return v->meta()->device.type() == ctx.device.type();
+  });
+  if (touches_tensor && !on_capture_device) return "host-only-op";
+  return nullptr;
+}
+
+bool writes_copied_input(const ir::Node& node, const CaptureContext& ctx) { return writes_copied_value(node, ctx); }
+
+const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx) {
+  if (const char* why = why_not_capturable_but_copies(node, ctx)) return why;
   if (writes_copied_value(node, ctx)) return "mutates-copied-input";
   return nullptr;
 }

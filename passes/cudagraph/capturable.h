@@ -54,6 +54,13 @@ c10::Device capture_device(const ir::Graph& graph, ir::CaptureSpec::Backend back
 /// "mutates-copied-input"), or nullptr when it is capturable.
 const char* why_not_capturable(const ir::Node& node, const CaptureContext& ctx);
 
+/// why_not_capturable() without its last check, "mutates-copied-input": every refusal
+/// that does not depend on which values are copied (the cudagraph pass decides those
+/// once per node and only re-checks the copies as they grow).
+const char* why_not_capturable_but_copies(const ir::Node& node, const CaptureContext& ctx);
+/// The check why_not_capturable_but_copies() leaves out: the node writes (a view of) a
+/// value in ctx.copied.
+bool writes_copied_input(const ir::Node& node, const CaptureContext& ctx);
 /// Whether part `p`'s input `i` keeps its address from call to call, so the wrapper keeps
 /// it static: module state (parameters and buffers), or an output of an earlier captured
 /// part. Every other input is copied into the wrapper's kept buffer.

@@ -7,6 +7,7 @@
 #include "passes/cudagraph/cudagraph_passes.h"
 
 #include "framework/exec/captured_graph.h"
+#include "framework/exec/op_properties.h"
 
 #include <algorithm>
 #include <string>
@@ -27,7 +28,8 @@ struct Segmentation {
 // Maximal runs of capturable nodes become captured segments unless they launch nothing
 // (guard nothing-to-launch, counted once per run).
 Segmentation segment(const std::vector<ir::Node*>& nodes, const std::vector<const char*>& refusal,
-                     check::Decisions& d) {
+                     const std::vector<char>& launches_work_of, check::Decisions& d) {
+  static const std::string kNothingToLaunch = "nothing-to-launch";
   Segmentation s;
   std::vector<bool> capturable(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) capturable[i] = refusal[i] == nullptr;
@@ -36,8 +38,8 @@ Segmentation segment(const std::vector<ir::Node*>& nodes, const std::vector<cons
     while (j < nodes.size() && capturable[j] == capturable[i]) ++j;
     if (capturable[i]) {
       bool launches = false;
-      for (size_t k = i; k < j; ++k) launches = launches || launches_work(*nodes[k]);
-      if (d.refuse("nothing-to-launch", !launches))
+      for (size_t k = i; k < j && !launches; ++k) launches = launches_work_of[k] != 0;
+      if (d.refuse(kNothingToLaunch, !launches))
         for (size_t k = i; k < j; ++k) capturable[k] = false;
     }
     i = j;
@@ -92,36 +94,77 @@ Segmentation decide(const ir::Module& module, size_t p, ir::CaptureSpec::Backend
   CaptureContext ctx = CaptureContext::of(g, backend, copied);
   ctx.grouped_mm_always_capturable = d.injected("grouped-mm-always-capturable");
   ctx.dynamic_shape_consumers_capturable = d.injected("captures-dynamic-shape-consumers");
-  std::unordered_set<const ir::Node*> unsupported_input;
+  // Everything but the copied-value check depends on the node alone: decided once.
+  // So does whether it launches work, and whether it writes anything at all (only a node
+  // that may write can write a copied value).
+  std::vector<const char*> fixed_refusal(nodes.size());
+  std::vector<char> launches(nodes.size()), may_write(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    fixed_refusal[i] = why_not_capturable_but_copies(*nodes[i], ctx);
+    launches[i] = launches_work(*nodes[i]);
+    const auto written = exec::written_values(*nodes[i]);
+    may_write[i] = !written || !written->empty();
+  }
+  // The bool and None operands of each node (the only ones unsupported-input-kind looks
+  // at), by the position of their producer (npos: a graph input).
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  std::unordered_map<const ir::Node*, size_t> position;
+  std::vector<std::pair<size_t, size_t>> odd_operands;  // (node, producer position)
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t k = 0; k < nodes[i]->num_operands(); ++k)
+      if (is_unsupported_argument(nodes[i]->operand(k))) odd_operands.emplace_back(i, kNone);
+  if (!odd_operands.empty()) {
+    position.reserve(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) position.emplace(nodes[i], i);
+    size_t next = 0;
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (size_t k = 0; k < nodes[i]->num_operands(); ++k) {
+        const ir::Value* v = nodes[i]->operand(k);
+        if (!is_unsupported_argument(v)) continue;
+        auto at = v->producer() ? position.find(v->producer()) : position.end();
+        odd_operands[next++].second = at == position.end() ? kNone : at->second;
+      }
+  }
+  std::vector<char> unsupported_input(nodes.size(), 0);
+  size_t unsupported_count = 0;
+  // Guard names as strings, built once per reason (Decisions takes std::string).
+  std::vector<std::pair<const char*, std::string>> names;
+  auto name_of = [&](const char* why) -> const std::string& {
+    for (const auto& [key, name] : names)
+      if (key == why) return name;
+    names.emplace_back(why, why);
+    return names.back().second;
+  };
   auto evaluate = [&](check::Decisions& decisions) {
     std::vector<const char*> refusal(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
-      const char* why = why_not_capturable(*nodes[i], ctx);
-      if (!why && unsupported_input.count(nodes[i])) why = "unsupported-input-kind";
-      refusal[i] = why && decisions.refuse(why, true) ? why : nullptr;
+      const char* why = fixed_refusal[i];
+      if (!why && may_write[i] && writes_copied_input(*nodes[i], ctx)) why = "mutates-copied-input";
+      if (!why && unsupported_input[i]) why = "unsupported-input-kind";
+      refusal[i] = why && decisions.refuse(name_of(why), true) ? why : nullptr;
     }
-    return segment(nodes, refusal, decisions);
+    return segment(nodes, refusal, launches, decisions);
   };
+  std::vector<char> outputs_copied(nodes.size(), 0);
   for (;;) {
     check::PassResult scratch;
     check::Decisions probe(scratch, options);
     const Segmentation s = evaluate(probe);
-    const size_t copied_before = ctx.copied.size(), unsupported_before = unsupported_input.size();
-    std::unordered_map<const ir::Value*, size_t> segment_of;
-    for (size_t i = 0; i < nodes.size(); ++i)
-      for (const ir::Value* v : nodes[i]->outputs()) {
-        segment_of[v] = s.segment_of_node[i];
-        if (!s.captured[s.segment_of_node[i]]) ctx.copied.insert(v);
-      }
+    const size_t copied_before = ctx.copied.size(), unsupported_before = unsupported_count;
     for (size_t i = 0; i < nodes.size(); ++i) {
-      if (!s.captured[s.segment_of_node[i]]) continue;
-      for (const ir::Value* v : nodes[i]->operands()) {
-        auto it = segment_of.find(v);
-        const bool from_outside = it == segment_of.end() || it->second != s.segment_of_node[i];
-        if (from_outside && is_unsupported_argument(v)) unsupported_input.insert(nodes[i]);
+      if (s.captured[s.segment_of_node[i]] || outputs_copied[i]) continue;
+      outputs_copied[i] = 1;
+      for (const ir::Value* v : nodes[i]->outputs()) ctx.copied.insert(v);
+    }
+    for (const auto& [i, from] : odd_operands) {
+      if (!s.captured[s.segment_of_node[i]] || unsupported_input[i]) continue;
+      const bool from_outside = from == kNone || s.segment_of_node[from] != s.segment_of_node[i];
+      if (from_outside) {
+        unsupported_input[i] = 1;
+        ++unsupported_count;
       }
     }
-    if (ctx.copied.size() == copied_before && unsupported_input.size() == unsupported_before) break;
+    if (ctx.copied.size() == copied_before && unsupported_count == unsupported_before) break;
   }
   return evaluate(d);
 }
