@@ -4,7 +4,8 @@
 # packages of ci/requirements.txt (torch 2.15.0 among them: its LibTorch is what the C++
 # build compiles and links against). chromium renders the HTML reports in their test
 # (suites/report); libgloo-dev provides the gloo headers the wheel's LibTorch does not
-# ship; clang-14 and libclang-rt-14-dev serve only the parser fuzzer (ci/parser_fuzz.sh).
+# ship; clang-14 and libclang-rt-14-dev serve only the parser fuzzer (ci/parser_fuzz.sh);
+# libjemalloc-dev is the executables' allocator (glibc's malloc is slow on million-node graphs).
 # Safe to run repeatedly; needs root (or sudo) when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,7 @@ PACKAGES=(
   libz3-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   chromium
   libboost-graph-dev
+  libjemalloc-dev
   clang-14 libclang-rt-14-dev
 )
 # A Python with venv: the machine's python3 when it has the venv module, else Debian's.

@@ -482,10 +482,9 @@ bool is_clean_name(const std::string& name) {
 
 void Graph::register_name(Value* v, const std::string& hint) {
   // A clean, free name (every name a parser or clone() gives) costs one lookup.
-  if (is_clean_name(hint) && !names_.count(hint)) {
+  if (is_clean_name(hint)) {
     v->name_ = hint;
-    names_.emplace(v->name_, v);
-    return;
+    if (names_.try_emplace(v->name_, v).second) return;  // one lookup when the name is free
   }
   v->name_ = unique_name(hint);
   names_.emplace(v->name_, v);
