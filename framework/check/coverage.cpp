@@ -150,16 +150,19 @@ void Coverage::add_refusal(const std::string& pass, const RefusedInput& refusal)
   ++refusals_;
 }
 
-PassRegistry counting_registry(const PassRegistry& registry, Coverage* coverage) {
+namespace {
+
+// The counting copy of `registry`: each pass adds its decisions to `**sink` (when set).
+PassRegistry counting_copy(const PassRegistry& registry, std::shared_ptr<Coverage*> sink) {
   PassRegistry out;
   // Counts a pass's decisions, also those up to a refusal, around any kind of pass.
-  auto counted = [coverage](const std::string& name, auto run) {
+  auto counted = [sink](const std::string& name, auto run) {
     try {
       PassResult result = run();
-      coverage->add(name, result);
+      if (Coverage* coverage = *sink) coverage->add(name, result);
       return result;
     } catch (const RefusedInput& refusal) {
-      coverage->add_refusal(name, refusal);
+      if (Coverage* coverage = *sink) coverage->add_refusal(name, refusal);
       throw;
     }
   };
@@ -179,5 +182,14 @@ PassRegistry counting_registry(const PassRegistry& registry, Coverage* coverage)
   }
   return out;
 }
+
+}  // namespace
+
+PassRegistry counting_registry(const PassRegistry& registry, Coverage* coverage) {
+  return counting_copy(registry, std::make_shared<Coverage*>(coverage));
+}
+
+CountingRegistry::CountingRegistry(const PassRegistry& registry)
+    : base_(&registry), sink_(std::make_shared<Coverage*>(nullptr)), registry_(counting_copy(registry, sink_)) {}
 
 }  // namespace passcheck::check

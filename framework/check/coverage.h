@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -61,5 +62,24 @@ std::set<std::string> passes_with_decisions(const PassRegistry& registry);
 /// out of sight (property checks, chunk cases) so their decisions are counted without
 /// changing the callers.
 PassRegistry counting_registry(const PassRegistry& registry, Coverage* coverage);
+
+/// A counting copy of a registry built once and used for many cases (copying a
+/// registry's passes costs more than a small case's pipeline): its passes add their
+/// decisions to whichever Coverage is attached when they run (none: not counted).
+class CountingRegistry {
+ public:
+  explicit CountingRegistry(const PassRegistry& registry);
+  /// The registry the counting copy was made of.
+  const PassRegistry& base() const { return *base_; }
+  /// The counting copy.
+  const PassRegistry& registry() const { return registry_; }
+  /// Counts go to `*coverage` from now on (nullptr: nowhere); it must outlive the runs.
+  void attach(Coverage* coverage) const { *sink_ = coverage; }
+
+ private:
+  const PassRegistry* base_;
+  std::shared_ptr<Coverage*> sink_;
+  PassRegistry registry_;
+};
 
 }  // namespace passcheck::check

@@ -43,12 +43,6 @@ struct Rewritten {
   std::unique_ptr<ir::Graph> graph;
   std::optional<ir::Module> module;
 
-  Rewritten clone() const {
-    Rewritten r;
-    if (module) r.module = module->clone();
-    else r.graph = graph->clone();
-    return r;
-  }
   std::vector<PassRecord> run(const Pipeline& pipeline) { return module ? pipeline.run(*module) : pipeline.run(*graph); }
   std::string print() const { return module ? module->print() : graph->print(); }
   std::string reprint(const std::string& text) const {
@@ -69,30 +63,32 @@ struct Rewritten {
 
 PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vector<c10::IValue>& inputs,
                                          const std::string& pipeline_text, const PassRegistry& registry) {
+  return check_pass_properties(graph, inputs, pipeline_text, registry, nullptr);
+}
+
+PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vector<c10::IValue>& inputs,
+                                         const std::string& pipeline_text, const PassRegistry& registry,
+                                         std::unique_ptr<ir::Graph>* rewritten) {
   PassPropertyReport report;
-  auto& v = report.violations;
   Pipeline pipeline = Pipeline::parse(pipeline_text, registry);
-  Rewritten g;
-  if (pipeline.has_module_pass()) g.module = ir::Module::of_graph(graph.clone());
-  else g.graph = graph.clone();
+  // The pipeline's result, built again from `graph` when a second run spoiled it.
+  auto rewrite = [&]() {
+    Rewritten r;
+    if (pipeline.has_module_pass()) r.module = ir::Module::of_graph(graph.clone());
+    else r.graph = graph.clone();
+    return r;
+  };
+  Rewritten g = rewrite();
   try {
     report.records = g.run(pipeline);
   } catch (const PassFailure& failure) {
-    v.push_back(failure.what());
+    report.violations.push_back(failure.what());
     return report;
   }
-
-  // Idempotence: every pass that declares it, run again on its own result.
-  for (const PassInvocation& pass : pipeline.passes()) {
-    if (!registry.get(pass.name).info.idempotent) continue;
-    Rewritten again = g.clone();
-    try {
-      auto records = again.run(Pipeline({pass}, registry));
-      if (records.at(0).changed) v.push_back(pass.str() + " is declared idempotent but changed the graph on a second run");
-    } catch (const PassFailure& failure) {
-      v.push_back(std::string("second run: ") + failure.what());
-    }
-  }
+  // Violations are reported in the order of the properties: idempotence, text identity,
+  // memory, numerics. The checks that only read the result run first, on it; the second
+  // runs of idempotent passes come last, on the result itself rather than on copies.
+  std::vector<std::string> idempotence, v;
 
   // Text identity of the result.
   std::string printed = g.print();
@@ -152,6 +148,53 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
       for (std::string& violation : check_captured_replays(graph, *g.module, inputs, pipeline.str()))
         v.push_back(std::move(violation));
   }
+
+  // Idempotence: every pass that declares it, run again on the pipeline's result. The
+  // second run works on the result itself: one that reports no change has passed the
+  // gate's hash check, so the next second run (and the caller) sees the result as the
+  // pipeline left it. One that changed it or failed leaves a spoiled graph: the result is
+  // built again (the pipeline on a fresh copy) when anything still needs it.
+  std::vector<const PassInvocation*> idempotent;
+  for (const PassInvocation& pass : pipeline.passes())
+    if (registry.get(pass.name).info.idempotent) idempotent.push_back(&pass);
+  bool spoiled = false;
+  for (size_t k = 0; k < idempotent.size(); ++k) {
+    const PassInvocation& pass = *idempotent[k];
+    if (spoiled) {
+      g = rewrite();
+      try {
+        g.run(pipeline);  // passed the gate before: deterministic passes pass it again
+      } catch (const PassFailure& failure) {
+        idempotence.push_back(std::string("the pipeline failed on a second run: ") + failure.what());
+        break;
+      }
+      spoiled = false;
+    }
+    try {
+      auto records = g.run(Pipeline({pass}, registry));
+      if (records.at(0).changed) {
+        idempotence.push_back(pass.str() + " is declared idempotent but changed the graph on a second run");
+        spoiled = true;
+      }
+    } catch (const PassFailure& failure) {
+      idempotence.push_back(std::string("second run: ") + failure.what());
+      spoiled = true;
+    }
+  }
+  if (rewritten && g.graph) {
+    if (spoiled) {
+      g = rewrite();
+      try {
+        g.run(pipeline);
+        spoiled = false;
+      } catch (const PassFailure&) {
+        // Reported above; the caller then has no result to check further.
+      }
+    }
+    if (!spoiled) *rewritten = std::move(g.graph);
+  }
+  report.violations = std::move(idempotence);
+  for (std::string& violation : v) report.violations.push_back(std::move(violation));
   return report;
 }
 

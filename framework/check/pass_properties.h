@@ -10,6 +10,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,13 @@ struct PassPropertyReport {
 PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vector<c10::IValue>& inputs,
                                          const std::string& pipeline,
                                          const PassRegistry& registry = PassRegistry::global());
+
+/// The same, also handing back the pipeline's result (graph pipelines only) in
+/// `*rewritten` when the pipeline passed its gate, so a caller with more properties to
+/// check (check_case: the remat properties) need not run the pipeline again. Left null
+/// when the pipeline failed or left a module.
+PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vector<c10::IValue>& inputs,
+                                         const std::string& pipeline, const PassRegistry& registry,
+                                         std::unique_ptr<ir::Graph>* rewritten);
 
 }  // namespace passcheck::check

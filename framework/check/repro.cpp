@@ -28,12 +28,12 @@ PassPropertyReport check_case(const ir::Graph& graph, const std::string& pipelin
   exec::InputOptions options;
   options.seed = seed;
   options.int_high = int_high;
-  PassPropertyReport report = check_pass_properties(graph, exec::make_inputs(graph, options), pipeline, registry);
-  if (pipeline_has_remat(pipeline, registry)) {
-    // The rewritten graph again: check_pass_properties keeps its result to itself.
-    std::unique_ptr<ir::Graph> after = graph.clone();
+  const bool remat = pipeline_has_remat(pipeline, registry);
+  std::unique_ptr<ir::Graph> after;  // the pipeline's result, for the remat properties
+  PassPropertyReport report =
+      check_pass_properties(graph, exec::make_inputs(graph, options), pipeline, registry, remat ? &after : nullptr);
+  if (remat && after) {
     try {
-      Pipeline::parse(pipeline, registry).run(*after);
       for (const std::string& v : check_remat_properties(graph, *after)) report.violations.push_back(kRematPrefix + v);
     } catch (const PassFailure&) {
       // Already reported by check_pass_properties.

@@ -73,6 +73,12 @@ std::string format_repro(const Repro& repro, const std::string& path);
 /// later (a crash of the writer cannot lose it), only not yet safe from a power cut,
 /// which is all a campaign's pending repro needs.
 void write_repro(const std::string& path, const Repro& repro, bool sync = true);
+/// The pending repro of a case, written into the file the campaign claimed for it
+/// (created empty with O_EXCL by this campaign, so nothing else's): in place, one write,
+/// no temporary file, no rename, no fsync; it is complete in the file system before the
+/// case's passes run. Falls back to write_repro(path, repro, false) when the file cannot
+/// be opened for writing.
+void write_claimed_repro(const std::string& path, const Repro& repro);
 /// Parses repro text; throws ReproError naming the line (graph errors included).
 Repro parse_repro(const std::string& text, const std::string& path = "<repro>");
 /// Reads and parses a repro file; throws ReproError (line 0 when it cannot be opened).

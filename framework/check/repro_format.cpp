@@ -7,6 +7,11 @@
 #include "framework/ir/text.h"
 #include "framework/version.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <sstream>
 
 namespace passcheck::check {
@@ -79,6 +84,37 @@ std::string format_repro(const Repro& r, const std::string& path) {
 
 void write_repro(const std::string& path, const Repro& repro, bool sync) {
   io::write_file_atomically(path, format_repro(repro, path), "repro file", sync);
+}
+
+void write_claimed_repro(const std::string& path, const Repro& repro) {
+  const std::string text = format_repro(repro, path);
+  // No O_TRUNC: truncating makes some file systems (ext4's auto_da_alloc) flush the
+  // file at close. The claimed file is empty; anything else is replaced atomically.
+  int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0)) {
+    ::close(fd);
+    fd = -1;
+  }
+  if (fd < 0) {
+    write_repro(path, repro, /*sync=*/false);
+    return;
+  }
+  const char* p = text.data();
+  size_t left = text.size();
+  bool ok = true;
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (!ok) write_repro(path, repro, /*sync=*/false);  // the OS reason comes from there
 }
 
 Repro parse_repro(const std::string& text, const std::string& path) {

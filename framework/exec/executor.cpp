@@ -124,6 +124,10 @@ Executor::Executor(const ir::Graph& graph, ExecutorOptions options) : graph_(gra
     if (!nesting.empty()) throw ExecError(nesting);
   }
   auto& slot_of = slot_of_;
+  size_t values = graph.inputs().size();
+  for (const ir::Node* node : graph.nodes()) values += node->num_outputs();
+  slot_of.reserve(values);
+  plans_.reserve(graph.num_nodes());
   for (const ir::Value* in : graph.inputs()) slot_of[in] = num_slots_++;
   for (const ir::Node* node : graph.nodes())
     for (const ir::Value* out : node->outputs()) slot_of[out] = num_slots_++;
@@ -249,12 +253,15 @@ void Executor::check_declared_memory(const std::vector<int64_t>& last_use) const
     const ir::Node& node = *plan.node;
     // A view or an in-place result shares its input's storage; resize_ is the exception.
     const bool allocates = !aliases_input(node) || node.op_name() == "aten::resize_";
-    const std::string where = source_location(node);
-    const std::string at = where.empty() ? describe_node(node) : where;
+    // Where the node is, for a message: built only when one is thrown.
+    auto at = [&node]() {
+      std::string where = source_location(node);
+      return where.empty() ? describe_node(node) : where;
+    };
     for (size_t i = 0; i < node.num_outputs() && allocates; ++i) {
       const ir::Value& out = *node.output(i);
       const int64_t bytes = declared_bytes(out);
-      if (bytes > budget) over_budget(at, "%" + out.name() + " : " + ir::print_type(out) + " needs", bytes, budget);
+      if (bytes > budget) over_budget(at(), "%" + out.name() + " : " + ir::print_type(out) + " needs", bytes, budget);
       held[plan.output_slots[i]] = bytes;
       live = add(live, bytes);
     }
@@ -273,12 +280,12 @@ void Executor::check_declared_memory(const std::vector<int64_t>& last_use) const
       const int64_t bytes = storage_extent_bytes(sizes, row_major_strides(sizes), element_size);
       if (bytes > budget) {
         std::string arg_where = source_location(node, i);
-        over_budget(arg_where.empty() ? at : arg_where,
+        over_budget(arg_where.empty() ? at() : arg_where,
                     node.op() + " argument 'size' " + ir::format_int_list(sizes) + " asks for", bytes, budget);
       }
     }
     if (live > budget)
-      over_budget(at, "the values the graph holds up to " + node.op() + " (by their declared types) need", live,
+      over_budget(at(), "the values the graph holds up to " + node.op() + " (by their declared types) need", live,
                   budget);
     for (size_t s : plan.release_after) live -= held[s];  // zero for inputs
   }

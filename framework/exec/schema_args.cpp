@@ -7,6 +7,9 @@
 
 #include <stdexcept>
 
+#include <mutex>
+#include <unordered_map>
+
 namespace passcheck::exec {
 
 namespace {
@@ -149,13 +152,47 @@ c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
   }
 }
 
-std::optional<c10::OperatorHandle> find_operator(const std::string& qualified_op) {
+namespace {
+
+// Operators of these namespaces are registered by LibTorch's and passcheck's own static
+// registrations and stay registered for the life of the process: their handles are
+// looked up once per operator name (under the dispatcher's lock, a hash of the name) and
+// kept. Operators of other namespaces (a Python extension's, a test's library fragment)
+// can be deregistered, which would leave a kept handle dangling: looked up every time.
+bool stays_registered(const std::string& qualified_op) {
+  for (const char* ns : {"aten::", "prims::", "passcheck::", "torchtitan::", "_c10d_functional::", "c10d::"})
+    if (qualified_op.rfind(ns, 0) == 0) return true;
+  return false;
+}
+
+std::optional<c10::OperatorHandle> lookup_operator(const std::string& qualified_op) {
   auto dot = qualified_op.find('.');
   std::string name = dot == std::string::npos ? qualified_op : qualified_op.substr(0, dot);
   std::string overload = dot == std::string::npos ? "" : qualified_op.substr(dot + 1);
   auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
   if (!handle) return std::nullopt;
   return *handle;
+}
+
+}  // namespace
+
+std::optional<c10::OperatorHandle> find_operator(const std::string& qualified_op) {
+  if (!stays_registered(qualified_op)) return lookup_operator(qualified_op);
+  // Found handles only: an operator registered later is found then.
+  static std::mutex mutex;
+  static std::unordered_map<std::string, c10::OperatorHandle>* found =
+      new std::unordered_map<std::string, c10::OperatorHandle>();  // never destroyed: used until exit
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = found->find(qualified_op);
+    if (it != found->end()) return it->second;
+  }
+  std::optional<c10::OperatorHandle> handle = lookup_operator(qualified_op);
+  if (handle) {
+    std::lock_guard<std::mutex> lock(mutex);
+    found->emplace(qualified_op, *handle);
+  }
+  return handle;
 }
 
 }  // namespace passcheck::exec

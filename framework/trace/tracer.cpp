@@ -633,6 +633,8 @@ void register_meta_stand_ins() {
 
 namespace passcheck::trace {
 
+void prepare_tracing() { register_meta_stand_ins(); }
+
 TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& fn,
                          const std::vector<c10::IValue>& example_args, const TraceOptions& options) {
   std::lock_guard<std::mutex> one_trace(g_trace_mutex);

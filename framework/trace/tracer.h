@@ -38,4 +38,9 @@ struct TraceOptions {
 TracedProgram trace_step(std::vector<StateModule> modules, const StepFunction& fn,
                          const std::vector<c10::IValue>& example_args, const TraceOptions& options = {});
 
+/// What the first trace of a process does once (registers the Meta stand-in kernels
+/// with the dispatcher; no tensor operation runs), done now: a process that forks
+/// tracing workers (a fuzz campaign) pays it once instead of once per worker.
+void prepare_tracing();
+
 }  // namespace passcheck::trace

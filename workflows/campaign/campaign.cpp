@@ -9,10 +9,11 @@
 // without static destructors. A child past the time limit is SIGKILLed. Minimization
 // also runs in a child with a time limit; for crashes, every candidate it tries runs in
 // a grandchild. A child counts the rules and guards its passes reach (through a
-// counting copy of the registry) and leaves them in its coverage file for the parent,
-// which sums them into the campaign's coverage table.
+// counting copy of the registry) and leaves them in its coverage file for the parent
+// (a persistent worker sends them with its answer instead: no coverage file), which
+// sums them into the campaign's coverage table.
 //
-// File ownership: the parent claims each case's repro and coverage files with O_EXCL
+// File ownership: the parent claims each case's repro (and, unless persistent, coverage) files with O_EXCL
 // before the child starts, under a name nothing in --out holds yet, and removes only
 // those claimed files (a passing case's repro, every coverage file). Failing repros stay.
 #include "workflows/campaign/campaign.h"
@@ -25,6 +26,7 @@
 #include "framework/check/repro.h"
 #include "framework/io/files.h"
 #include "framework/ir/text.h"
+#include "framework/trace/tracer.h"
 
 #include <unistd.h>
 
@@ -57,11 +59,17 @@ std::string baseline_pipeline(const CampaignOptions& options, uint64_t case_seed
 
 // Claims fresh repro and coverage files for a case: "case-<index>-<seed>.repro", or with
 // "-run<k>" added when an earlier campaign left that name in the directory.
-void claim_case_files(const std::string& out, CaseSpec& spec) {
+// A persistent worker sends the case's counts back with its answer: no coverage file.
+void claim_case_files(const std::string& out, CaseSpec& spec, bool coverage_file) {
   std::string stem = out + "/case-" + std::to_string(spec.index) + "-" + std::to_string(spec.seed);
   for (int k = 1;; ++k) {
     std::string base = k == 1 ? stem : stem + "-run" + std::to_string(k);
     if (!io::create_exclusively(base + ".repro", "repro file")) continue;
+    if (!coverage_file) {
+      spec.repro_path = base + ".repro";
+      spec.coverage_path.clear();
+      return;
+    }
     if (!io::create_exclusively(base + ".repro.coverage", "case coverage file")) {
       ::unlink((base + ".repro").c_str());  // ours: claimed just above
       continue;
@@ -83,6 +91,7 @@ bool holds_content(const std::string& path) {
 // Reads and removes a child's counts (the parent created the file); an empty file (the
 // child crashed or timed out before writing) adds nothing.
 void collect_coverage(const std::string& path, check::Coverage& into) {
+  if (path.empty()) return;
   std::string text;
   try {
     text = io::read_file(path, "case coverage file");
@@ -112,7 +121,7 @@ class Campaign {
     } catch (...) {
       if (processes_) {
         for (const CaseSpec& spec : processes_->kill_all()) {
-          ::unlink(spec.coverage_path.c_str());
+          if (!spec.coverage_path.empty()) ::unlink(spec.coverage_path.c_str());
           if (!holds_content(spec.repro_path)) ::unlink(spec.repro_path.c_str());
         }
       }
@@ -149,12 +158,12 @@ class Campaign {
     spec.pipeline = case_pipeline(options_, spec.kind, spec.seed);
     // Differential mode compares the pass under --pass; a mix's other kinds have none.
     if (spec.kind == CaseKind::Graph || options_.mix.empty()) spec.baseline = baseline_pipeline(options_, spec.seed);
-    claim_case_files(options_.out, spec);
+    claim_case_files(options_.out, spec, options_.isolation != Isolation::Persistent);
     try {
       processes_->start(spec);
     } catch (...) {
       ::unlink(spec.repro_path.c_str());
-      ::unlink(spec.coverage_path.c_str());
+      if (!spec.coverage_path.empty()) ::unlink(spec.coverage_path.c_str());
       throw;
     }
   }
@@ -165,6 +174,13 @@ class Campaign {
       while (processes_->can_start() && !stop_starting()) start_case();
       if (processes_->running() == 0) break;
       for (const EndedCase& e : processes_->wait(500)) {
+        if (!e.coverage.empty()) {
+          try {
+            report_.coverage.merge(check::Coverage::parse(e.coverage));
+          } catch (const std::invalid_argument&) {
+            // The table then misses one case; the verdict does not depend on it.
+          }
+        }
         finish(e.spec, e.outcome);
         progress();
         last_progress = Clock::now();
@@ -317,6 +333,8 @@ CampaignReport run_campaign(const CampaignOptions& given, const check::PassRegis
   CampaignOptions options = given;
   io::ensure_directory(options.out, "repro directory --out");
   check::prepare_for_fork();
+  // Dispatcher registrations only (no tensor operation): inherited by every worker.
+  trace::prepare_tracing();
   return Campaign(options, registry, callbacks).run();
 }
 

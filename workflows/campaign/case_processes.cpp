@@ -9,6 +9,7 @@
 // and workers with the campaign process.
 #include "workflows/campaign/case_processes.h"
 
+#include "framework/check/coverage.h"
 #include "framework/exec/executor.h"
 #include "framework/exec/inputs.h"
 #include "framework/ir/graph.h"
@@ -156,6 +157,14 @@ bool write_exactly(int fd, const void* data, size_t n) {
   return true;
 }
 
+// A length-prefixed string (put_string); false on end of file or an error.
+bool read_string(int fd, std::string& s) {
+  uint32_t n = 0;
+  if (!read_exactly(fd, &n, sizeof n)) return false;
+  s.assign(n, '\0');
+  return n == 0 || read_exactly(fd, s.data(), n);
+}
+
 bool read_spec(int fd, CaseSpec& spec) {
   uint32_t n = 0;
   if (!read_exactly(fd, &n, sizeof n)) return false;
@@ -211,9 +220,10 @@ void warm_up(const CampaignOptions& options) {
 }
 
 // run_case, with an exception reported as spawn_child does (exit 3: a crash).
-int run_case_body(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry) {
+int run_case_body(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry,
+                  const check::CountingRegistry& counting, check::Coverage* coverage) {
   try {
-    return run_case(spec, options, registry);
+    return run_case(spec, options, registry, counting, coverage);
   } catch (const std::exception& e) {
     std::cerr << "passcheck: case process: " << e.what() << "\n";
   } catch (...) {
@@ -267,19 +277,25 @@ int wait_for_pid(pid_t pid, int64_t timeout_ms, Answer& answer) {
   if (::getppid() != campaign_pid) _exit(0);
   at::set_num_threads(1);
   warm_up(options);
+  // Built once for every case of this worker (and inherited by its grandchildren).
+  const check::CountingRegistry counting(registry);
   const bool persistent = options.isolation == Isolation::Persistent;
   CaseSpec spec;
   while (read_spec(fd, spec)) {
     if (persistent) {
       // The case runs here; a crash or hang takes this worker with it, and the campaign
-      // reports the case and starts a new worker.
+      // reports the case and starts a new worker. Its decision counts come back with the
+      // answer (no coverage file).
       reset_default_generator();
       Answer answer;
-      answer.exit_code = run_case_body(spec, options, registry);
+      check::Coverage coverage;
+      answer.exit_code = run_case_body(spec, options, registry, counting, &coverage);
       std::cout.flush();
       std::cerr.flush();
       std::fflush(nullptr);
-      if (!write_exactly(fd, &answer, sizeof answer)) break;
+      std::string message(reinterpret_cast<const char*>(&answer), sizeof answer);
+      put_string(message, coverage.empty() && coverage.refusals() == 0 ? std::string() : coverage.serialize());
+      if (!write_exactly(fd, message.data(), message.size())) break;
       continue;
     }
     std::cout.flush();
@@ -292,7 +308,8 @@ int wait_for_pid(pid_t pid, int64_t timeout_ms, Answer& answer) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != worker) _exit(3);
       ::close(fd);
-      int code = run_case_body(spec, options, registry);
+      check::Coverage coverage;  // unused: the case has its coverage file
+      int code = run_case_body(spec, options, registry, counting, &coverage);
       std::cout.flush();
       std::cerr.flush();
       std::fflush(nullptr);
@@ -372,9 +389,11 @@ class ForkServer : public CaseProcesses {
     for (size_t i = 0; i < fds.size(); ++i) {
       Worker& w = *polled[i];
       check::ChildOutcome o;
+      std::string coverage;
       if (fds[i].revents != 0) {
         Answer a;
-        if (read_exactly(w.fd, &a, sizeof a)) {
+        if (read_exactly(w.fd, &a, sizeof a) &&
+            (options_.isolation != Isolation::Persistent || read_string(w.fd, coverage))) {
           o.kind = static_cast<check::ChildOutcome::Kind>(a.kind);
           o.exit_code = a.exit_code;
           o.signal = a.signal;
@@ -398,7 +417,7 @@ class ForkServer : public CaseProcesses {
         continue;
       }
       o.seconds = ms_since(w.start) / 1000.0;
-      ended.push_back({w.spec, o});
+      ended.push_back({w.spec, o, std::move(coverage)});
       w.busy = false;
     }
     return ended;

@@ -24,6 +24,7 @@
 #include "framework/check/isolation.h"
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,9 @@ namespace passcheck::campaign {
 struct EndedCase {
   CaseSpec spec;
   check::ChildOutcome outcome;
+  /// The case's decision counts (Coverage::serialize) when it has no coverage file: a
+  /// persistent worker sends them with its answer.
+  std::string coverage;
 };
 
 /// Where the cases of one campaign run.

@@ -69,11 +69,23 @@ CaseGraph make_case(uint64_t case_seed, int64_t index, CaseSource source, bool i
 }
 
 // The case's decision counts, written on every way out of run_case that returns (the
-// baseline's decisions are not the campaign's, so they run on the plain registry).
+// baseline's decisions are not the campaign's, so they run on the plain registry): to the
+// case's coverage file, or added to the caller's Coverage when the case has none.
 struct CoverageOnReturn {
   const std::string path;
+  check::Coverage* into;
+  const check::CountingRegistry& counting;
   check::Coverage coverage;
+  CoverageOnReturn(std::string p, check::Coverage* to, const check::CountingRegistry& c)
+      : path(std::move(p)), into(to), counting(c) {
+    counting.attach(&coverage);
+  }
   ~CoverageOnReturn() {
+    counting.attach(nullptr);
+    if (path.empty()) {
+      if (into) into->merge(coverage);
+      return;
+    }
     try {
       io::write_file(path, coverage.serialize(), "case coverage file", /*sync=*/false);
     } catch (const std::exception&) {
@@ -102,7 +114,7 @@ int run_chunk_case(const CaseSpec& spec, const CampaignOptions& options, const c
   }
   // In the file system before the passes run (no fsync: the case process crashing
   // cannot lose it, and a campaign does not outlive a power cut).
-  check::write_repro(spec.repro_path, repro, /*sync=*/false);
+  check::write_claimed_repro(spec.repro_path, repro);
   auto [chunk_pass, concretize_pass] = chunk_passes_of(spec.pipeline, registry);
   gen::ChunkCaseResult result = gen::run_chunk_case(cc, counting, chunk_pass, concretize_pass);
   if (result.violations.empty()) return kCasePassed;
@@ -128,7 +140,7 @@ int run_sim_mesh_case(const CaseSpec& spec, const CampaignOptions& options, cons
   repro.sim_mesh = c.mesh;
   repro.case_description = "generate_chained_allgathers(" + std::to_string(spec.seed) + "): " + c.description;
   repro.original = c.graph_text;
-  check::write_repro(spec.repro_path, repro, /*sync=*/false);  // in place before the pass runs
+  check::write_claimed_repro(spec.repro_path, repro);  // in place before the pass runs
   std::vector<std::string> violations = gen::chained_allgathers_violations(c, spec.pipeline, counting);
   if (violations.empty()) return kCasePassed;
   repro.status = "failed";
@@ -219,8 +231,15 @@ std::pair<std::string, std::string> chunk_passes_of(const std::string& pipeline,
 }
 
 int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry) {
-  CoverageOnReturn coverage{spec.coverage_path, {}};
-  check::PassRegistry counting = check::counting_registry(registry, &coverage.coverage);
+  check::CountingRegistry counting(registry);
+  check::Coverage coverage;
+  return run_case(spec, options, registry, counting, &coverage);
+}
+
+int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry,
+             const check::CountingRegistry& counter, check::Coverage* into) {
+  CoverageOnReturn coverage(spec.coverage_path, into, counter);
+  const check::PassRegistry& counting = counter.registry();
   if (spec.kind == CaseKind::Chunk) {
     CampaignOptions chunk = options;
     if (chunk.chunk.empty()) chunk.chunk = "batch";  // a mixed campaign's chunk case
@@ -237,7 +256,7 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   repro.int_high = c.int_high;
   repro.case_description = c.description;
   repro.original = c.graph->print();
-  check::write_repro(spec.repro_path, repro, /*sync=*/false);  // in place before the pass runs (see above)
+  check::write_claimed_repro(spec.repro_path, repro);  // in place before the pass runs (see above)
   check::PassPropertyReport report = check::check_case(*c.graph, spec.pipeline, c.input_seed, c.int_high, counting);
   if (report.violations.empty()) return kCasePassed;
   // Differential mode: a failure counts only when the baseline pass survives the case.

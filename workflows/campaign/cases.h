@@ -19,6 +19,8 @@ class Graph;
 }
 namespace passcheck::check {
 struct Repro;
+class Coverage;
+class CountingRegistry;
 }
 
 namespace passcheck::campaign {
@@ -38,12 +40,17 @@ struct CaseSpec {
   std::string pipeline;
   std::string baseline;       ///< "" unless differential mode
   std::string repro_path;     ///< claimed by the parent; the pending repro goes here
-  std::string coverage_path;  ///< the case's decision counts go here
+  std::string coverage_path;  ///< the case's decision counts go here ("": sent back by a persistent worker)
 };
 
 /// The body of a case process: writes the pending repro before any pass runs, runs the
 /// checks, completes the repro on a violation. Returns a CaseExit.
 int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry);
+/// The same with a counting registry built once for many cases (`counting`, made from
+/// `registry`). The case's decision counts go to spec.coverage_path, or, when it is
+/// empty, are added to `*coverage` (a persistent worker sends them back itself).
+int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry,
+             const check::CountingRegistry& counting, check::Coverage* coverage);
 
 /// Throws std::invalid_argument when a sim-mesh repro's graph is not one every rank can
 /// run on its shard (one tensor input): the header then belongs to another kind of case.
