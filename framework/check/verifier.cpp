@@ -129,6 +129,7 @@ class Verifier {
     };
     for (const Node* n : changes.nodes) {
       if (n->graph() != &g_) {
+        at(kListCheck, n, 0);
         issue("node " + quoted(*n) + " says it belongs to another graph");
         continue;
       }
@@ -137,38 +138,91 @@ class Verifier {
       if (created || (bits & (ir::kTouchArgs | ir::kTouchMoved))) {
         for (size_t s = 0; s < n->num_operands(); ++s) {
           const Value* v = n->operand(s);
-          if (check_operand(*n, s, v) && !listed(v, Use{const_cast<Node*>(n), static_cast<uint32_t>(s)}))
-            missing_use(*n, s, *v);
-          if (v && v->producer() && v->graph() == &g_) check_collective(v->producer());
+          at(kNodeCheck, n, kOperandStep);
+          const bool checked = check_operand(*n, s, v);
+          at(kUseListCheck, n, 1);
+          if (checked && !listed(v, Use{const_cast<Node*>(n), static_cast<uint32_t>(s)})) missing_use(*n, s, *v);
+          if (v && v->producer() && v->graph() == &g_) {
+            at(kNodeCheck, v->producer(), kCollectiveStep);
+            check_collective(v->producer());
+          }
         }
       }
       if (created || (bits & ir::kTouchArgs)) {
+        at(kSchemaCheck, n, 0);
         check_schema(*n);
+        at(kSymbolCheck, n, 0);
         check_arg_symbols(*n);
       }
       if (created || (bits & ir::kTouchMoved))
         for (const Value* out : n->outputs())
           for (const Use& u : out->uses())
-            if (!u.is_graph_output() && u.user->graph() == &g_ && !n->is_before(u.user))
+            if (!u.is_graph_output() && u.user->graph() == &g_ && !n->is_before(u.user)) {
+              at(kNodeCheck, u.user, kOperandStep);
               issue("node " + quoted(*u.user) + ": operand %" + out->name() + " is used before its definition (" +
                     origin(out) + ", later in the graph)");
+            }
       if (created || (bits & ir::kTouchOutputs)) {
+        at(kNodeCheck, n, kOutputStep);
         for (size_t i = 0; i < n->num_outputs(); ++i) check_output(*n, i);
+        at(kSymbolCheck, n, 1);
         for (const Value* out : n->outputs()) check_value_symbols(out, n);
       }
-      if (created || (bits & (ir::kTouchUses | ir::kTouchOutputs)))
+      if (created || (bits & (ir::kTouchUses | ir::kTouchOutputs))) {
+        at(kUseListCheck, n, 0);
         for (const Value* out : n->outputs()) check_value_uses(out);
-      if (created || (bits & (ir::kTouchUses | ir::kTouchArgs))) check_collective(n);
-      if (created || (bits & ir::kTouchMeta)) check_wanted_placements(*n);
+      }
+      if (created || (bits & (ir::kTouchUses | ir::kTouchArgs))) {
+        at(kNodeCheck, n, kCollectiveStep);
+        check_collective(n);
+      }
+      if (created || (bits & ir::kTouchMeta)) {
+        at(kNodeCheck, n, kMetaStep);
+        check_wanted_placements(*n);
+      }
     }
-    if (changes.graph_changes & ir::kGraphInputUses)
+    if (changes.graph_changes & ir::kGraphInputUses) {
+      at(kUseListCheck, nullptr, 0);
       for (const Value* in : g_.inputs()) check_value_uses(in);
+    }
+    at(kOutputCheck, nullptr, 0);
     check_outputs();
-    return std::move(issues_);
+    return in_full_order();
   }
 
  private:
-  void issue(std::string message) { issues_.push_back(VerifierIssue{std::move(message)}); }
+  void issue(std::string message) {
+    issues_.push_back(VerifierIssue{std::move(message)});
+    keys_.push_back(key_);
+  }
+
+  // Where an issue stands in the order the full verifier finds issues: its check (the
+  // full verifier's passes over the graph), the node it is about, the step of that node's
+  // check. The incremental verifier sorts by it, so both report the same first issue.
+  enum Category { kListCheck, kNodeCheck, kUseListCheck, kOutputCheck, kSymbolCheck, kSchemaCheck };
+  enum Step { kOperandStep, kOutputStep, kCollectiveStep, kMetaStep };
+  struct Key {
+    int category = kListCheck;
+    const Node* subject = nullptr;  ///< null: before every node
+    int step = 0;
+  };
+  void at(int category, const Node* subject, int step) { key_ = Key{category, subject, step}; }
+
+  std::vector<VerifierIssue> in_full_order() {
+    std::vector<size_t> order(issues_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const Key& x = keys_[a];
+      const Key& y = keys_[b];
+      if (x.category != y.category) return x.category < y.category;
+      if (x.subject != y.subject) return !x.subject || (y.subject && x.subject->is_before(y.subject));
+      return x.step < y.step;
+    });
+    std::vector<VerifierIssue> sorted;
+    sorted.reserve(order.size());
+    for (size_t i : order) sorted.push_back(std::move(issues_[i]));
+    return sorted;
+  }
 
   // Where a value comes from, for messages.
   std::string origin(const Value* v) const {
@@ -219,6 +273,7 @@ class Verifier {
     const Node* first_optimizer = nullptr;
     for (const Node* n : g_.nodes()) {
       ++index;
+      at(kListCheck, nullptr, 0);
       if (n->graph() != &g_) {
         issue("node " + quoted(*n) + " says it belongs to another graph");
         sound = false;
@@ -228,9 +283,11 @@ class Verifier {
         sound = false;
       }
       prev = n;
+      at(kNodeCheck, n, kMetaStep);
       check_meta(*n, first_backward, first_optimizer, /*with_wanted=*/false);
     }
     if (index != g_.num_nodes()) {
+      at(kListCheck, nullptr, 0);
       issue("the graph counts " + std::to_string(g_.num_nodes()) + " nodes but its list holds " +
             std::to_string(index));
       sound = false;
@@ -616,6 +673,8 @@ class Verifier {
   /// Each operator's schema, classified once (nullopt: an operator the dispatcher lacks).
   std::unordered_map<std::string, std::optional<exec::SchemaChecker>> operators_;
   std::optional<std::map<std::string, int64_t>> hints_;
+  std::vector<Key> keys_;  ///< one per issue
+  Key key_;
 };
 
 }  // namespace

@@ -107,10 +107,14 @@ class Watchdog {
   Watchdog(z3::context& ctx, unsigned timeout_ms)
       : thread_([this, &ctx, timeout_ms] {
           std::unique_lock<std::mutex> lock(mutex_);
-          if (!stopped_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) {
-            fired_ = true;
+          if (stopped_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) return;
+          fired_ = true;
+          // Interrupt again until the check returns: an interrupt that lands before the
+          // solver starts checking is cleared when it starts (a 1 ms deadline on a loaded
+          // machine hung the check for good).
+          do {
             ctx.interrupt();
-          }
+          } while (!stopped_.wait_for(lock, std::chrono::milliseconds(10), [this] { return done_; }));
         }) {}
 
   ~Watchdog() { stop(); }
