@@ -8,10 +8,21 @@
 
 #include "framework/check/pass.h"
 
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace passcheck::passes {
+
+/// Node::op_base() ("mm" of "aten::mm.default") as a view into the node's operator: the
+/// AC passes ask it of every forward node, and building a string each time showed.
+inline std::string_view op_base_of(const ir::Node& n) {
+  std::string_view name = n.op();
+  auto dot = name.find('.');
+  if (dot != std::string_view::npos) name = name.substr(0, dot);
+  auto colon = name.rfind("::");
+  return colon == std::string_view::npos ? name : name.substr(colon + 2);
+}
 
 check::PassResult ac_regions_pass(ir::Graph& graph, const check::PassOptions& options);
 check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& options);

@@ -17,15 +17,6 @@ namespace passcheck::passes {
 
 namespace {
 
-// Node::op_base() as a view into the node's operator (no string built).
-std::string_view op_base_of(const ir::Node& n) {
-  std::string_view name = n.op();
-  auto dot = name.find('.');
-  if (dot != std::string_view::npos) name = name.substr(0, dot);
-  auto colon = name.rfind("::");
-  return colon == std::string_view::npos ? name : name.substr(colon + 2);
-}
-
 }  // namespace
 
 check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& options) {

@@ -32,15 +32,6 @@ const std::string kPolicyPreferRecompute = "policy-prefer-recompute";
 const std::string kSaveInPlaceWrite = "save-in-place-write";
 const std::string kSaveLayerBoundary = "save-layer-boundary";
 
-// Node::op_base() as a view into the node's operator (no string built).
-std::string_view op_base_of(const ir::Node& n) {
-  std::string_view name = n.op();
-  auto dot = name.find('.');
-  if (dot != std::string_view::npos) name = name.substr(0, dot);
-  auto colon = name.rfind("::");
-  return colon == std::string_view::npos ? name : name.substr(colon + 2);
-}
-
 bool has_prefix_component(const std::string& fqn, const std::string& prefix) {
   return fqn == prefix || (fqn.size() > prefix.size() && fqn.compare(0, prefix.size(), prefix) == 0 &&
                            fqn[prefix.size()] == '.');
