@@ -50,11 +50,11 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
   check::Decisions d(result, options);
   check::AcPolicy op_policy(check::AcPolicyKind::Op);
   MutationIndex mutations(graph);
-  static const std::string kMustStayInForward = "must-stay-in-forward";
-  static const std::string kReadsValueWrittenLater = "reads-value-written-later";
-  static const std::string kRandomOp = "random-op";
-  static const std::string kPerOpPolicy = "per-op-policy";
-  static const std::string kCheckpointLayer = "checkpoint-layer";
+  const std::string kMustStayInForward = "must-stay-in-forward";
+  const std::string kReadsValueWrittenLater = "reads-value-written-later";
+  const std::string kRandomOp = "random-op";
+  const std::string kPerOpPolicy = "per-op-policy";
+  const std::string kCheckpointLayer = "checkpoint-layer";
   const bool widened_checkpoint = d.widened(kCheckpointLayer);
   int64_t tagged = 0, per_op_fired = 0, checkpoint_fired = 0;
   for (ir::Node* n : graph.nodes()) {

@@ -32,9 +32,9 @@ namespace passcheck::passes {
 namespace {
 
 // Guard names, built once (Decisions takes std::string; a literal builds one per call).
-const std::string kMustStayInForward = "must-stay-in-forward";
-const std::string kReadsValueWrittenLater = "reads-value-written-later";
-const std::string kWritesSavedStorage = "writes-saved-storage";
+constexpr const char* kMustStayInForward = "must-stay-in-forward";
+constexpr const char* kReadsValueWrittenLater = "reads-value-written-later";
+constexpr const char* kWritesSavedStorage = "writes-saved-storage";
 
 bool is_loss_or_head(const std::string& fqn) {
   for (std::string_view r : {std::string_view("loss"), std::string_view("lm_head")}) {

@@ -17,20 +17,20 @@ namespace passcheck::passes {
 
 namespace {
 
-// Decision names, built once: Decisions takes std::string, and a literal would build one
-// per node.
-const std::string kSkippedModule = "skipped-module";
-const std::string kForcedSave = "forced-save";
-const std::string kMustStayInForward = "must-stay-in-forward";
-const std::string kReadsValueWrittenLater = "reads-value-written-later";
-const std::string kWritesSavedStorage = "writes-saved-storage";
-const std::string kSymbolicInt = "symbolic-int";
-const std::string kCopyWaitTag = "copy-wait-tag";
-const std::string kPolicyMustSave = "policy-must-save";
-const std::string kPolicyMustRecompute = "policy-must-recompute";
-const std::string kPolicyPreferRecompute = "policy-prefer-recompute";
-const std::string kSaveInPlaceWrite = "save-in-place-write";
-const std::string kSaveLayerBoundary = "save-layer-boundary";
+// Decision names. Constants, not std::string objects: a pass holds no global object
+// (house.passes_hold_no_mutable_globals).
+constexpr const char* kSkippedModule = "skipped-module";
+constexpr const char* kForcedSave = "forced-save";
+constexpr const char* kMustStayInForward = "must-stay-in-forward";
+constexpr const char* kReadsValueWrittenLater = "reads-value-written-later";
+constexpr const char* kWritesSavedStorage = "writes-saved-storage";
+constexpr const char* kSymbolicInt = "symbolic-int";
+constexpr const char* kCopyWaitTag = "copy-wait-tag";
+constexpr const char* kPolicyMustSave = "policy-must-save";
+constexpr const char* kPolicyMustRecompute = "policy-must-recompute";
+constexpr const char* kPolicyPreferRecompute = "policy-prefer-recompute";
+constexpr const char* kSaveInPlaceWrite = "save-in-place-write";
+constexpr const char* kSaveLayerBoundary = "save-layer-boundary";
 
 bool has_prefix_component(const std::string& fqn, const std::string& prefix) {
   return fqn == prefix || (fqn.size() > prefix.size() && fqn.compare(0, prefix.size(), prefix) == 0 &&

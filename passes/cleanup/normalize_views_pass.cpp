@@ -19,7 +19,7 @@ check::PassInfo normalize_views_pass_info() {
 
 check::PassResult detail::normalize_views_on(ir::Graph& graph, const check::PassOptions& options,
                                              std::vector<ir::Node*>* nodes) {
-  static const std::string kRule = "view-to-reshape";
+  const std::string kRule = "view-to-reshape";
   int64_t rewritten = 0;
   check::PassResult result;
   check::Decisions d(result, options);

@@ -73,8 +73,8 @@ check::PassInfo remove_b2b_transpose_pass_info() {
 
 check::PassResult detail::remove_b2b_transpose_on(ir::Graph& graph, const check::PassOptions& options,
                                                   std::vector<ir::Node*>* nodes) {
-  static const std::string kRule = "cancel-pair";
-  static const std::string kInnerHasOtherUsers = "inner-has-other-users";
+  const std::string kRule = "cancel-pair";
+  const std::string kInnerHasOtherUsers = "inner-has-other-users";
   int64_t erased = 0, rewired = 0, cancelled = 0;
   check::PassResult decisions;
   check::Decisions d(decisions, options);

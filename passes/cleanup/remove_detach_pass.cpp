@@ -22,7 +22,7 @@ check::PassInfo remove_detach_pass_info() {
 
 check::PassResult detail::remove_detach_on(ir::Graph& graph, const check::PassOptions& options,
                                            std::vector<ir::Node*>* nodes) {
-  static const std::string kRule = "forward-detach";
+  const std::string kRule = "forward-detach";
   const bool widened = options.faults().widened_rules.count(kRule) > 0;  // Decisions::widened
   return detail::forward_nodes(
       graph, options, kRule,

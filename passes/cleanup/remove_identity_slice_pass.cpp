@@ -54,7 +54,7 @@ check::PassInfo remove_identity_slice_pass_info() {
 
 check::PassResult detail::remove_identity_slice_on(ir::Graph& graph, const check::PassOptions& options,
                                                    std::vector<ir::Node*>* nodes) {
-  static const std::string kRule = "forward-identity-slice";
+  const std::string kRule = "forward-identity-slice";
   return detail::forward_nodes(
       graph, options, kRule,
       [](ir::Node& n, check::Decisions& d) -> ir::Value* {

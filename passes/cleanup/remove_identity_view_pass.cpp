@@ -11,9 +11,9 @@ namespace passcheck::passes {
 
 namespace {
 
-const std::string kMissingMetadata = "missing-metadata";
-const std::string kChangesSizes = "changes-sizes";
-const std::string kChangesLayout = "changes-layout";
+constexpr const char* kMissingMetadata = "missing-metadata";
+constexpr const char* kChangesSizes = "changes-sizes";
+constexpr const char* kChangesLayout = "changes-layout";
 
 bool is_view_like(const std::string& op) {
   return op == "aten::view" || op == "aten::reshape" || op == "aten::_unsafe_view" || op == "aten::_reshape_alias";
@@ -76,7 +76,7 @@ check::PassInfo remove_identity_view_pass_info() {
 
 check::PassResult detail::remove_identity_view_on(ir::Graph& graph, const check::PassOptions& options,
                                                   std::vector<ir::Node*>* nodes) {
-  static const std::string kRule = "forward-identity-view";
+  const std::string kRule = "forward-identity-view";
   const bool widened = options.faults().widened_rules.count(kRule) > 0;  // Decisions::widened
   return detail::forward_nodes(
       graph, options, kRule,

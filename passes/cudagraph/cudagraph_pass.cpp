@@ -29,7 +29,7 @@ struct Segmentation {
 // (guard nothing-to-launch, counted once per run).
 Segmentation segment(const std::vector<ir::Node*>& nodes, const std::vector<const char*>& refusal,
                      const std::vector<char>& launches_work_of, check::Decisions& d) {
-  static const std::string kNothingToLaunch = "nothing-to-launch";
+  const std::string kNothingToLaunch = "nothing-to-launch";
   Segmentation s;
   std::vector<bool> capturable(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) capturable[i] = refusal[i] == nullptr;
