@@ -11,6 +11,7 @@ ci/build.sh
 # (Zoo/ZooModel: 128 s against 30 s at -j 2). A test that needs more sets it itself.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # Every pipeline verifies each pass incrementally and in full, and fails when the
-# incremental verifier misses what the full one finds (docs/passes.md, "The gate").
+# incremental verifier misses what the full one finds (docs/passes.md, "Incremental
+# verification").
 export PASSCHECK_VERIFY="${PASSCHECK_VERIFY:-checked}"
 ctest --test-dir "${PASSCHECK_BUILD_DIR:-build}" -j "$(nproc)" --output-on-failure "$@"
