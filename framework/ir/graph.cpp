@@ -469,12 +469,12 @@ std::string sanitize(const std::string& base) {
 
 std::string Graph::unique_name(const std::string& base) {
   std::string clean = sanitize(base);
-  if (!names_.count(clean)) return clean;
+  if (!names_.count(NameKey(clean))) return clean;
   int64_t& counter = name_counters_[clean];
   std::string candidate;
   do {
     candidate = clean + "_" + std::to_string(++counter);
-  } while (names_.count(candidate));
+  } while (names_.count(NameKey(candidate)));
   return candidate;
 }
 
@@ -489,36 +489,36 @@ void Graph::register_name(Value* v, const std::string& hint) {
   // A clean, free name (every name a parser or clone() gives) costs one lookup.
   if (is_clean_name(hint)) {
     v->name_ = hint;
-    if (names_.try_emplace(v->name_, v).second) return;  // one lookup when the name is free
+    if (names_.emplace(NameKey(v->name_), v).second) return;  // one lookup when the name is free
   }
   v->name_ = unique_name(hint);
-  names_.emplace(v->name_, v);
+  names_.emplace(NameKey(v->name_), v);
 }
 
 void Graph::forget_name(Value* v) {
-  auto it = names_.find(v->name_);
+  auto it = names_.find(NameKey(v->name_));
   if (it != names_.end() && it->second == v) names_.erase(it);
 }
 
 void Graph::rename(Value* v, const std::string& name) {
   if (v->name_ == name) return;
-  auto it = names_.find(name);
+  auto it = names_.find(NameKey(name));
   if (it != names_.end()) throw IrError("value name %" + name + " is already taken");
   if (sanitize(name) != name) throw IrError("invalid value name '" + name + "'");
   forget_name(v);
   v->name_ = name;
-  names_.emplace(v->name_, v);
+  names_.emplace(NameKey(v->name_), v);
   v->touch_declaration();
 }
 
 Value* Graph::find_value(std::string_view name) const {
-  auto it = names_.find(name);
+  auto it = names_.find(NameKey(name));
   return it == names_.end() ? nullptr : it->second;
 }
 
 std::unique_ptr<Graph> Graph::clone() const {
   auto g = std::make_unique<Graph>();
-  std::unordered_map<const Value*, Value*> map;
+  ska::flat_hash_map<const Value*, Value*> map;
   map.reserve(names_.size());
   g->names_.reserve(names_.size());
   for (Value* in : inputs_) {

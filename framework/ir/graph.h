@@ -10,6 +10,7 @@
 
 #include <c10/core/Layout.h>
 #include <c10/core/MemoryFormat.h>
+#include <c10/util/flat_hash_map.h>
 
 #include <cstdint>
 #include <functional>
@@ -398,8 +399,20 @@ class Graph {
   Node* tail_ = nullptr;
   size_t num_nodes_ = 0;
   // Keys view each value's own name_ (values live behind unique_ptrs and never move; a
-  // rename or an erase takes the key out first): no second copy of every name.
-  std::unordered_map<std::string_view, Value*> names_;
+  // rename or an erase takes the key out first): no second copy of every name. Open
+  // addressing (LibTorch's flat map) with the hash kept in the key: a million-value graph
+  // registers a million names, and a probe that compared names it did not need read
+  // another value's memory; now only a probe whose hash matches compares the names.
+  struct NameKey {
+    std::string_view name;
+    size_t hash;
+    explicit NameKey(std::string_view n) : name(n), hash(std::hash<std::string_view>{}(n)) {}
+    bool operator==(const NameKey& other) const { return hash == other.hash && name == other.name; }
+  };
+  struct NameKeyHash {
+    size_t operator()(const NameKey& key) const { return key.hash; }
+  };
+  ska::flat_hash_map<NameKey, Value*, NameKeyHash> names_;
   std::unordered_map<std::string, int64_t> name_counters_;
   std::vector<sym::Symbol> symbols_;
   std::vector<sym::Claim> claims_;
