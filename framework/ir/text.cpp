@@ -350,6 +350,8 @@ std::string print_arg(const Arg& a) {
   return out;
 }
 
+void append_arg_text(std::string& out, const Arg& a) { append_arg(out, a); }
+
 std::string print_type(const Value& v) {
   std::string out;
   append_type(out, v);

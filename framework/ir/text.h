@@ -50,6 +50,8 @@ std::unique_ptr<Graph> parse_graph(std::string_view text, const std::string& sou
 
 /// Text of one argument, one type, one node line (without indentation).
 std::string print_arg(const Arg& arg);
+/// print_arg(arg) appended to `out` (no string built per argument: hashing keys).
+void append_arg_text(std::string& out, const Arg& arg);
 std::string print_type(const Value& value);
 std::string print_node(const Node& node);
 /// Shortest decimal form that reads back to the same double ("1.0", "inf", "nan").

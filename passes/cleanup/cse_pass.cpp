@@ -23,7 +23,6 @@
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 
-#include <charconv>
 #include <cstdint>
 #include <string_view>
 #include <set>
@@ -47,33 +46,6 @@ const char* unmergeable_because(const ir::Node& n) {
 // The text of the operator and its arguments: values print as their (unique) names,
 // which is identity; constants print exactly (format_double round-trips). Widened
 // (mutants only): constants are left out, so add(x, y, 1) and add(x, y, 2) look equal.
-// ir::print_arg(a) appended to `out`, without building a string for the common kinds.
-void append_arg(std::string& out, const ir::Arg& a) {
-  switch (a.kind) {
-    case ir::Arg::Kind::Value:
-      out += '%';
-      out += a.value->name();
-      return;
-    case ir::Arg::Kind::Int: {
-      char buffer[24];
-      const auto end = std::to_chars(buffer, buffer + sizeof buffer, a.i).ptr;
-      out.append(buffer, end);
-      return;
-    }
-    case ir::Arg::Kind::None: out += "None"; return;
-    case ir::Arg::Kind::Bool: out += a.b ? "True" : "False"; return;
-    case ir::Arg::Kind::List:
-      out += '[';
-      for (size_t i = 0; i < a.list.size(); ++i) {
-        if (i) out += ", ";
-        append_arg(out, a.list[i]);
-      }
-      out += ']';
-      return;
-    default: out += ir::print_arg(a); return;
-  }
-}
-
 void key_of(const ir::Node& n, bool values_only, std::string& key) {
   key.clear();
   key += n.op();
@@ -81,7 +53,7 @@ void key_of(const ir::Node& n, bool values_only, std::string& key) {
   for (size_t i = 0; i < n.num_args(); ++i) {
     if (values_only && n.arg(i).kind != ir::Arg::Kind::Value) continue;
     if (i) key += ", ";
-    append_arg(key, n.arg(i));
+    ir::append_arg_text(key, n.arg(i));
   }
   key += ')';
 }

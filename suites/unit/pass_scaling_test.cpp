@@ -74,6 +74,19 @@ TEST(PassScaling, BenchTimesEveryPassAndWritesJson) {
   EXPECT_NE(json.find("\"synthetic\""), std::string::npos);
 }
 
+// --pass names what to time, whole-graph subjects included: the parser alone at 10^6
+// nodes is one command.
+TEST(PassScaling, BenchTimesOnlyTheNamedSubjects) {
+  const auto r = testing::run_command(testing::passcheck_binary() +
+                                      " bench --passes --sizes 300 --families synthetic --joint-layers 0 --pass parse,dce"
+                                      " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("| parse |"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| dce |"), std::string::npos) << r.output;
+  for (const char* absent : {"| print |", "| verify |", "| pipeline:default |", "| cse |"})
+    EXPECT_EQ(r.output.find(absent), std::string::npos) << absent << "\n" << r.output;
+}
+
 TEST(PassScaling, BenchRejectsBadSizesPassesAndFamilies) {
   const std::string bin = testing::passcheck_binary() + " bench --passes --joint-layers 0 ";
   auto r = testing::run_command(bin + "--sizes 10");

@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--passes", scaling.passes, "Time every pass, the parser, printer and verifier at growing graph sizes; "
                                                 "fit the exponent (docs/performance.md)");
   bench_cmd->add_option("--sizes", scaling.sizes, "--passes: graph sizes in nodes, comma-separated")->capture_default_str();
-  bench_cmd->add_option("--pass", scaling.pass_names, "--passes: time only these passes (repeat or comma-separate)")
+  bench_cmd->add_option("--pass", scaling.pass_names, "--passes: time only these subjects: passes, parse, print, verify, pipeline:default, pipeline:default-ungated (repeat or comma-separate)")
       ->delimiter(',');
   bench_cmd->add_option("--families", scaling.families,
                         "--passes: graph families, comma-separated: synthetic, llama3, llama3-fsdp, llama3-symbolic (default all)");

@@ -246,11 +246,17 @@ ScalingReport measure_pass_scaling(const ScalingOptions& options, const check::P
     if (std::find(family_names().begin(), family_names().end(), family) == family_names().end())
       throw std::invalid_argument("unknown graph family '" + family + "' (families: synthetic, llama3, llama3-fsdp, "
                                   "llama3-symbolic)");
-  std::vector<std::string> subjects = {"parse", "print", "verify", "pipeline:default", "pipeline:default-ungated"};
+  const std::vector<std::string> whole_graph = {"parse", "print", "verify", "pipeline:default", "pipeline:default-ungated"};
+  std::vector<std::string> subjects;
   if (options.passes.empty()) {
+    subjects = whole_graph;
     for (const check::RegisteredPass* p : registry.list()) subjects.push_back(p->info.name);
   } else {
-    for (const std::string& p : options.passes) subjects.push_back(registry.get(p).info.name);  // throws on a typo
+    for (const std::string& p : options.passes) {
+      if (std::find(subjects.begin(), subjects.end(), p) != subjects.end()) continue;
+      if (std::find(whole_graph.begin(), whole_graph.end(), p) != whole_graph.end()) subjects.push_back(p);
+      else subjects.push_back(registry.get(p).info.name);  // throws on a typo
+    }
   }
   std::vector<int64_t> sizes = options.sizes;
   std::sort(sizes.begin(), sizes.end());

@@ -38,7 +38,8 @@ std::unique_ptr<ir::Graph> llama3_joint(int64_t layers);
 /// What to measure.
 struct ScalingOptions {
   std::vector<int64_t> sizes = {1000, 10000, 100000, 1000000};
-  /// Pass names to time (empty: every registered pass).
+  /// What to time: pass names and the subjects parse, print, verify, pipeline:default and
+  /// pipeline:default-ungated (empty: those five and every registered pass).
   std::vector<std::string> passes;
   std::vector<std::string> families = family_names();
   /// A measurement predicted (from the sizes before it) to exceed this is skipped.
