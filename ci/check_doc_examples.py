@@ -9,8 +9,8 @@ Usage: check_doc_examples.py PASSCHECK_BINARY [DOCUMENT ...]
    directory per document, in the order written (so `trace --out g.txt` makes the g.txt
    a later line reads). A placeholder repro path (`repros/case-3-....repro`) becomes a
    repro captured first. Long runs are cut to a smoke size (--seconds 3, --cases 3,
-   --steps 1, bench --repeats 1 --warmup 0): the options and their values are what the
-   doc promises, the length is not. Each must exit 0, or 1 where its comment says
+   --steps 1, fuzz --minimize-seconds 5, bench --repeats 1 --warmup 0): the options and
+   their values are what the doc promises, the length is not. Each must exit 0, or 1 where its comment says
    "exit 1"; never 2 (the doc names something the tool rejects) nor a signal.
    Placeholder repros are captured with the test pass crash-on-odd, so they still fail.
    A line with a literal `...` elision or a shell variable is not run: each of its
@@ -38,6 +38,7 @@ SMOKE = [
     (re.compile(r"--cases \d+"), "--cases 3"),
     (re.compile(r"--steps \d+"), "--steps 1"),
     (re.compile(r"--repeats \d+"), "--repeats 1"),
+    (re.compile(r"--minimize-seconds [0-9.]+"), "--minimize-seconds 5"),
 ]
 RUN_TIMEOUT_S = 300
 
@@ -158,6 +159,10 @@ def check_document(binary, doc, failures):
                 continue
             for pattern, replacement in SMOKE:
                 command = pattern.sub(replacement, command)
+            # A failure a fuzz command finds is minimized for up to a minute by default; the
+            # doc promises the minimizing, a smoke run bounds it as the suites do.
+            if words[0] == "fuzz" and "--no-minimize" not in command and "--minimize-seconds" not in command:
+                command += " --minimize-seconds 5"
             if words[0] == "bench" and "--warmup" not in command:
                 command += " --warmup 0" + ("" if "--repeats" in command else " --repeats 1")
             parts = [shlex.split(part) for part in command.split("&&")]
