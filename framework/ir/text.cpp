@@ -99,12 +99,6 @@ void append_sym(std::string& out, const sym::Expr& e) {
   out += ')';
 }
 
-std::string print_sym(const sym::Expr& e) {
-  std::string out;
-  append_sym(out, e);
-  return out;
-}
-
 void append_expr_list(std::string& out, const std::vector<sym::Expr>& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out += ", ";

@@ -262,14 +262,14 @@ void parallelize(torch::nn::Module& root, const ParallelPlan& plan) {
       if (!tied_already_sharded(p, shard)) p.set_data(shard);
       if (plan.fsdp) {
         PlanAccess::Rule rule{PlanAccess::Kind::Unshard, "dp", plan.dp_size,
-                              plan.fault == "fsdp-sum-gradient" ? "sum" : "avg"};
+                              plan.fault == "fsdp-sum-gradient" ? "sum" : "avg", 1, "", 1};
         if (plan.fsdp_over_tp) rule.then_group = "tp", rule.then_size = plan.tp_size;
         access->add(p, rule);
       }
       else if (plan.ep && s.expert)
-        access->add(p, {PlanAccess::Kind::ScaleGradient, "ep", plan.ep_size, "", 1.0 / plan.ep_size});
+        access->add(p, {PlanAccess::Kind::ScaleGradient, "ep", plan.ep_size, "", 1.0 / plan.ep_size, "", 1});
       else if (plan.ep)
-        access->add(p, {PlanAccess::Kind::AverageGradient, "ep", plan.ep_size, "", 1.0});
+        access->add(p, {PlanAccess::Kind::AverageGradient, "ep", plan.ep_size, "", 1.0, "", 1});
     }
   }
   TensorParallelism tp;

@@ -259,7 +259,7 @@ class ChunkRewriter {
       ++duplicate_claims_;
       return;
     }
-    graph_.add_claim(sym::Claim{kind, "chunk", subject, description, condition});
+    graph_.add_claim(sym::Claim{kind, "chunk", subject, description, condition, {}});
     ++claims_;
   }
 

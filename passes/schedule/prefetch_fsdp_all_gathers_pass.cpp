@@ -117,7 +117,7 @@ check::PassResult prefetch_fsdp_all_gathers_pass(ir::Graph& graph, const check::
         n->mutable_meta().custom.erase(kScheduleRankKey);
         n->mutable_meta().custom.erase(kScheduleReduceScatterKey);
       }
-    return check::PassResult{false, {}, result.rules_fired, result.guards_refused};
+    return check::PassResult{false, {}, result.rules_fired, result.guards_refused, {}};
   }
   result.changed = true;
   result.stats["prefetched_all_gathers"] = static_cast<int64_t>(gathers.size());
