@@ -30,11 +30,11 @@ else
   git worktree add --detach .baseline-src "$base" >/dev/null
   cmake -S .baseline-src -B build-baseline -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASSCHECK_BUILD_TESTS=OFF \
     -DPASSCHECK_PYTHON="$PWD/.venv/bin/python" >/dev/null
-  cmake --build build-baseline -j "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" --target passcheck
+  cmake --build build-baseline -j "$(ci/cores)" --target passcheck
   before=build-baseline/bin/passcheck
 fi
 echo "# before: $before ($("$before" --version)); after: $after ($("$after" --version))"
-echo "# $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+echo "# $(ci/cores) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 
 echo
 echo "## 1. Pass scaling"

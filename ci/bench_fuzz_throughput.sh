@@ -32,7 +32,7 @@ run() {
   echo "${rate:-?} $cpu"
 }
 
-echo "fuzz throughput, ${seconds} s per run, $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "fuzz throughput, ${seconds} s per run, $("$(dirname "$0")/cores") cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| pipeline | jobs | per-case cases/s (CPU ms/case) | fork-server | persistent | persistent vs per-case |"
 echo "|---|---|---|---|---|---|"

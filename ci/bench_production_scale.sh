@@ -18,7 +18,7 @@ out="${1:-bench-production-scale}"
 mkdir -p "$out"
 passcheck="${PASSCHECK:-build/bin/passcheck}"
 
-echo "# production-scale benchmarks: $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+echo "# production-scale benchmarks: $(ci/cores) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 echo
 echo "## 1. Production shapes on meta"
 .venv/bin/python python/bench/real_sizes.py --passcheck "$passcheck" --json "$out/production.json"

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${PASSCHECK_BUILD_DIR:-build}
-JOBS=${PASSCHECK_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}
+JOBS=${PASSCHECK_JOBS:-$(ci/cores)}
 targets=()
 if [ "${1:-}" = "--target" ]; then
   targets=(--target "$2")

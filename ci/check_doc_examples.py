@@ -10,8 +10,9 @@ Usage: check_doc_examples.py PASSCHECK_BINARY [DOCUMENT ...]
    a later line reads). A placeholder repro path (`repros/case-3-....repro`) becomes a
    repro captured first. Long runs are cut to a smoke size (--seconds 3, --cases 3,
    --steps 1, fuzz --minimize-seconds 5, bench --repeats 1 --warmup 0): the options and
-   their values are what the doc promises, the length is not. Each must exit 0, or 1 where its comment says
-   "exit 1"; never 2 (the doc names something the tool rejects) nor a signal.
+   their values are what the doc promises, the length is not. Each must exit 0, or 1
+   where its comment says "exit 1"; never 2 (the doc names something the tool rejects)
+   nor a signal.
    Placeholder repros are captured with the test pass crash-on-odd, so they still fail.
    A line with a literal `...` elision or a shell variable is not run: each of its
    options must appear in that subcommand's --help instead.

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 PY=${PASSCHECK_GPU_PYTHON:-python3}
-JOBS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+JOBS=$(ci/cores)
 status=0
 LOG="$OUT/gpu.log"
 step() {

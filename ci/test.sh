@@ -6,9 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/bootstrap.sh
 ci/build.sh
-# Cores this job may use: GNU nproc answers OMP_NUM_THREADS when it is set, so it is
-# counted without it (with it, the line below made ctest run one test at a time).
-cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+cores=$(ci/cores)  # not plain nproc: it would answer the OMP_NUM_THREADS=1 set below
 # One intra-op thread per test: ctest already runs one test per core, and LibTorch's
 # OpenMP threads spinning on cores another test holds made the suite four times slower
 # (Zoo/ZooModel: 128 s against 30 s at -j 2). A test that needs more sets it itself.

@@ -95,6 +95,7 @@ TEST(PassScaling, BenchRejectsBadSizesPassesAndFamilies) {
   r = testing::run_command(bin + "--sizes 300 --pass nopass --families synthetic");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("nopass"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("pipeline:default"), std::string::npos) << r.output;  // names what it takes
   r = testing::run_command(bin + "--sizes 300 --families gpt5");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("gpt5"), std::string::npos) << r.output;

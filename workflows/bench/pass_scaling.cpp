@@ -255,7 +255,11 @@ ScalingReport measure_pass_scaling(const ScalingOptions& options, const check::P
     for (const std::string& p : options.passes) {
       if (std::find(subjects.begin(), subjects.end(), p) != subjects.end()) continue;
       if (std::find(whole_graph.begin(), whole_graph.end(), p) != whole_graph.end()) subjects.push_back(p);
-      else subjects.push_back(registry.get(p).info.name);  // throws on a typo
+      else if (registry.contains(p)) subjects.push_back(p);
+      else
+        throw std::invalid_argument("--pass: unknown subject '" + p +
+                                    "' (parse, print, verify, pipeline:default, pipeline:default-ungated, or a pass: "
+                                    "passcheck passes lists them)");
     }
   }
   std::vector<int64_t> sizes = options.sizes;
