@@ -16,8 +16,11 @@ cp -a /usr/include/gloo "$dest/"
 # Every Boost header min_cut.cpp reaches, by the compiler's own dependency list.
 cmd=$(python3 - "$BUILD_DIR" <<'PY'
 import json, sys
+# min_cut.cpp itself, or the unity batch that includes it (PASSCHECK_UNITY_BUILD).
 for e in json.load(open(sys.argv[1] + "/compile_commands.json")):
-    if e["file"].endswith("passes/partition/min_cut.cpp"):
+    f = e["file"]
+    if f.endswith("passes/partition/min_cut.cpp") or (
+            f.endswith(".cxx") and "passes/partition/min_cut.cpp" in open(f).read()):
         print(e["command"])
         break
 PY

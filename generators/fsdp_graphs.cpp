@@ -3,6 +3,8 @@
 // parser and the verifier take them as they would a traced rank graph.
 #include "generators/fsdp_graphs.h"
 
+#include "framework/ir/meta.h"
+
 #include <string>
 #include <vector>
 
@@ -17,28 +19,21 @@ struct TextValue {
   std::string dtype = "f32";
 };
 
-std::vector<int64_t> contiguous(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> s(sizes.size(), 1);
-  for (size_t d = sizes.size(); d-- > 1;) s[d - 1] = s[d] * sizes[d];
-  return s;
-}
-
-std::string list(const std::vector<int64_t>& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out;
-}
+std::vector<int64_t> row_major(const std::vector<int64_t>& sizes) { return ir::TensorMeta::contiguous_strides(sizes); }
 
 std::string type_of(const TextValue& v) {
-  std::string out = v.dtype + "[" + list(v.sizes) + "]";
-  if (v.strides != contiguous(v.sizes)) out += "{" + list(v.strides) + "}";
+  std::string out = v.dtype + ir::format_int_list(v.sizes);
+  if (v.strides != row_major(v.sizes)) {
+    const std::string strides = ir::format_int_list(v.strides);
+    out += "{" + strides.substr(1, strides.size() - 2) + "}";
+  }
   return out;
 }
 
-bool is_contiguous(const TextValue& v) { return v.strides == contiguous(v.sizes); }
+bool is_contiguous(const TextValue& v) { return v.strides == row_major(v.sizes); }
 
 // Accumulates node lines and names values uniquely.
-class Builder {
+class AliasGraphBuilder {
  public:
   TextValue node(const std::string& hint, std::vector<int64_t> sizes, std::vector<int64_t> strides,
                  const std::string& dtype, const std::string& rhs) {
@@ -59,7 +54,7 @@ class Builder {
 };
 
 // One single-input op applied to `v` (or two, for the view round trip); returns the last.
-TextValue chain_op(Builder& b, const TextValue& v, int kind) {
+TextValue chain_op(AliasGraphBuilder& b, const TextValue& v, int kind) {
   const std::string in = "%" + v.name;
   switch (kind) {
     case 0:
@@ -71,7 +66,7 @@ TextValue chain_op(Builder& b, const TextValue& v, int kind) {
       if (is_contiguous(v)) {
         TextValue flat = b.node("view", {v.sizes[0] * v.sizes[1]}, {1}, v.dtype,
                                 "aten::view(" + in + ", [" + std::to_string(v.sizes[0] * v.sizes[1]) + "])");
-        return b.node("view", v.sizes, v.strides, v.dtype, "aten::view(%" + flat.name + ", [" + list(v.sizes) + "])");
+        return b.node("view", v.sizes, v.strides, v.dtype, "aten::view(%" + flat.name + ", " + ir::format_int_list(v.sizes) + ")");
       }
       [[fallthrough]];
     case 3:
@@ -95,13 +90,13 @@ constexpr int kChainKinds = 7;
 
 std::string fsdp_graph(int dp, int rank, int params, const std::vector<std::vector<int>>& chains,
                        const std::vector<int>& casts, const std::vector<int>& computed, const std::vector<int>& cuts) {
-  Builder b;
+  AliasGraphBuilder b;
   std::string inputs;
   std::vector<std::string> uses;
   auto add_input = [&](const std::string& text) { inputs += (inputs.empty() ? "\n    " : ",\n    ") + text; };
   for (int p = 0; p < params; ++p) {
     const int64_t rows = 4 * dp, cols = 8;
-    TextValue shard{"w" + std::to_string(p), {rows / dp, cols}, contiguous({rows / dp, cols}), "f32"};
+    TextValue shard{"w" + std::to_string(p), {rows / dp, cols}, row_major({rows / dp, cols}), "f32"};
     add_input("param %" + shard.name + " : " + type_of(shard) + " placed(S(0))");
     TextValue gathered_from = shard;
     if (computed[p]) {
@@ -114,7 +109,7 @@ std::string fsdp_graph(int dp, int rank, int params, const std::vector<std::vect
                                     "aten::_to_copy(%" + shard.name + ", torch.bfloat16, None, None, None, False, None)",
                                     "bf16");
     }
-    TextValue ag = b.node("ag", {rows, cols}, contiguous({rows, cols}), gathered_from.dtype,
+    TextValue ag = b.node("ag", {rows, cols}, row_major({rows, cols}), gathered_from.dtype,
                           "_c10d_functional::all_gather_into_tensor(%" + gathered_from.name + ", " + std::to_string(dp) +
                               ", \"dp\")");
     TextValue v = b.elementwise("wait", ag, "_c10d_functional::wait_tensor(%" + ag.name + ")");
@@ -173,7 +168,7 @@ rc::Gen<std::string> arbitrary_alias_graph() {
     const int n = static_cast<int>(ps.size());
     const std::string px = ps[*rc::gen::inRange(0, n)];
     const int aliases = *rc::gen::inRange(1, 4);
-    Builder b;
+    AliasGraphBuilder b;
     TextValue x{"x", {4, 8}, {8, 1}, "f32"};
     std::vector<std::string> alias_names, alias_placement;
     for (int i = 0; i < aliases; ++i) {

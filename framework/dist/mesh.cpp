@@ -171,4 +171,10 @@ void check_mesh_world_size(const DeviceMesh& mesh, int64_t world_size) {
                     " ranks but the world has " + std::to_string(world_size));
 }
 
+std::string rank_list(const std::vector<int64_t>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
 }  // namespace passcheck::dist

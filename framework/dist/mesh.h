@@ -68,4 +68,7 @@ class DeviceMesh {
 /// the sizes multiply to otherwise.
 void check_mesh_world_size(const DeviceMesh& mesh, int64_t world_size);
 
+/// "0, 2, 4": the ranks of a group as messages name them.
+std::string rank_list(const std::vector<int64_t>& ranks);
+
 }  // namespace passcheck::dist

@@ -69,13 +69,7 @@ std::string last_issued_key(int64_t rank) { return "passcheck/last/" + std::to_s
 
 namespace {
 
-std::string rank_list(const std::vector<int64_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-  return out;
-}
-
-std::string members_key(const std::vector<int64_t>& members) {
+std::string store_group_key(const std::vector<int64_t>& members) {
   std::string key;
   for (int64_t m : members) key += (key.empty() ? "" : ",") + std::to_string(m);
   return key;
@@ -213,7 +207,7 @@ struct ProcessGroupCommunicator::Impl {
   }
 
   GroupState& group_state(const Group& g) {
-    std::string key = members_key(g.members);
+    std::string key = store_group_key(g.members);
     auto it = groups.find(key);
     if (it != groups.end()) return it->second;
     GroupState state;
@@ -242,7 +236,7 @@ struct ProcessGroupCommunicator::Impl {
   // collective; throws CollectiveError naming a disagreement, a stopped or dead member,
   // or the members that did not arrive within the timeout.
   void meet(const CollectiveCall& call, const Group& g, int64_t seq, const std::string& description) {
-    std::string prefix = "passcheck/call/" + members_key(g.members) + "/";
+    std::string prefix = "passcheck/call/" + store_group_key(g.members) + "/";
     auto call_key = [&](int64_t s, int64_t index) { return prefix + std::to_string(s) + "/" + std::to_string(index); };
     store->set(last_issued_key(info.rank), bytes(description));
     store->set(call_key(seq, g.index), bytes(encode_call(call)));
@@ -308,7 +302,7 @@ struct ProcessGroupCommunicator::Impl {
   // wait finishes `result`.
   void issue(const CollectiveCall& call, const Group& g, const at::Tensor& result,
              const std::function<c10::intrusive_ptr<c10d::Work>(c10d::Backend&)>& start, std::function<void()> finish) {
-    int64_t seq = sequences[members_key(g.members)]++;
+    int64_t seq = sequences[store_group_key(g.members)]++;
     std::string description = call.str() + " #" + std::to_string(seq) + " of group [" + rank_list(g.members) + "]";
     try {
       meet(call, g, seq, description);

@@ -74,12 +74,6 @@ std::string members_key(const std::vector<int64_t>& members) {
   return key;
 }
 
-std::string rank_list(const std::vector<int64_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-  return out;
-}
-
 std::vector<int64_t> equal_splits(int64_t rows, int64_t n) { return std::vector<int64_t>(n, rows / n); }
 
 // Whether reducing a part of the members' tensors gives, element for element, the bits

@@ -115,9 +115,10 @@ at::Tensor safe_softmax_meta(const at::Tensor& self, int64_t, std::optional<at::
   return at::empty(self.sizes(), self.options().dtype(dtype.value_or(self.scalar_type())));
 }
 
-// aten::_grouped_mm: the result's shape follows the operand ranks. 2D x 3D -> [m, n];
-// 3D x 2D -> [m, n]; 2D x 2D (groups along k) -> [g, m, n]; 3D x 3D -> [g, m, n].
-at::Tensor grouped_mm_meta(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
+// aten::_grouped_mm (passcheck::grouped_mm is framework/exec/grouped_mm.cpp's): the
+// result's shape follows the operand ranks. 2D x 3D -> [m, n]; 3D x 2D -> [m, n];
+// 2D x 2D (groups along k) -> [g, m, n]; 3D x 3D -> [g, m, n].
+at::Tensor aten_grouped_mm_meta(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& offs,
                            const std::optional<at::Tensor>&, std::optional<at::ScalarType> out_dtype) {
   TORCH_CHECK((a.dim() == 2 || a.dim() == 3) && (b.dim() == 2 || b.dim() == 3),
               "_grouped_mm: operands must be 2-D or 3-D, got ", a.dim(), "-D and ", b.dim(), "-D");
@@ -159,7 +160,7 @@ TORCH_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("_scaled_dot_product_flash_attention_for_cpu", &passcheck::exec::flash_cpu_meta);
   m.impl("_scaled_dot_product_flash_attention_for_cpu_backward", &passcheck::exec::flash_cpu_backward_meta);
   m.impl("_safe_softmax", &passcheck::exec::safe_softmax_meta);
-  m.impl("_grouped_mm", &passcheck::exec::grouped_mm_meta);
+  m.impl("_grouped_mm", &passcheck::exec::aten_grouped_mm_meta);
   m.impl("index_select", &passcheck::exec::index_select_meta);
   m.impl("embedding_dense_backward", &passcheck::exec::embedding_dense_backward_meta);
 }

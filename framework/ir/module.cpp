@@ -195,7 +195,7 @@ bool is_blank_or_comment(std::string_view line) {
   return i == std::string_view::npos || line[i] == '#';
 }
 
-bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // Reads the words of one header line ("module ..." or "part ..."), naming columns in errors.
 class LineReader {
@@ -218,7 +218,7 @@ class LineReader {
   std::string found() {
     if (at_end()) return "the end of the line";
     size_t end = pos_;
-    while (end < line_.text.size() && is_name_char(line_.text[end])) ++end;
+    while (end < line_.text.size() && is_word_char(line_.text[end])) ++end;
     if (end == pos_) end = pos_ + 1;
     return "'" + std::string(line_.text.substr(pos_, end - pos_)) + "'";
   }
@@ -247,7 +247,7 @@ class LineReader {
   bool peek_word(const std::string& w) {
     skip_space();
     return line_.text.substr(pos_, w.size()) == w &&
-           (pos_ + w.size() == line_.text.size() || !is_name_char(line_.text[pos_ + w.size()]));
+           (pos_ + w.size() == line_.text.size() || !is_word_char(line_.text[pos_ + w.size()]));
   }
   // A kebab-case word (an option name or value): letters, digits, '_' and '-'.
   std::string kebab_word(const std::string& what) { return word_of(what, '-'); }
@@ -255,7 +255,7 @@ class LineReader {
   std::string word_of(const std::string& what, char also) {
     skip_space();
     size_t start = pos_;
-    while (pos_ < line_.text.size() && (is_name_char(line_.text[pos_]) || line_.text[pos_] == also)) ++pos_;
+    while (pos_ < line_.text.size() && (is_word_char(line_.text[pos_]) || line_.text[pos_] == also)) ++pos_;
     if (start == pos_) fail("expected " + what + " but found " + found());
     return std::string(line_.text.substr(start, pos_ - start));
   }
@@ -365,7 +365,7 @@ bool is_module_text(std::string_view text) {
     if (is_blank_or_comment(line.text)) continue;
     size_t i = line.text.find_first_not_of(" \t");
     std::string_view rest = line.text.substr(i);
-    return rest.substr(0, 6) == "module" && (rest.size() == 6 || !is_name_char(rest[6]));
+    return rest.substr(0, 6) == "module" && (rest.size() == 6 || !is_word_char(rest[6]));
   }
   return false;
 }

@@ -48,9 +48,9 @@ LatentAttentionConfig latent_attention_config(const DeepSeekV3Config& c) {
   return a;
 }
 
-class TransformerBlockImpl : public torch::nn::Module {
+class DeepSeekV3BlockImpl : public torch::nn::Module {
  public:
-  TransformerBlockImpl(const DeepSeekV3Config& c, bool dense, const at::TensorOptions& o) {
+  DeepSeekV3BlockImpl(const DeepSeekV3Config& c, bool dense, const at::TensorOptions& o) {
     if (c.attention == DeepSeekAttention::Latent)
       latent_attention =
           register_module("attention", std::make_shared<MultiHeadLatentAttentionImpl>(latent_attention_config(c), o));
@@ -77,7 +77,7 @@ class TransformerBlockImpl : public torch::nn::Module {
   std::shared_ptr<RMSNormImpl> attention_norm, ffn_norm;
 };
 
-class DeepSeekV3Subject : public LanguageModelSubject<TransformerBlockImpl> {
+class DeepSeekV3Subject : public LanguageModelSubject<DeepSeekV3BlockImpl> {
  public:
   DeepSeekV3Subject(SubjectOptions o, DeepSeekV3Config c) : LanguageModelSubject(std::move(o)) {
     if (options_.batch_size) c.batch_size = options_.batch_size;
@@ -92,11 +92,11 @@ class DeepSeekV3Subject : public LanguageModelSubject<TransformerBlockImpl> {
     if (plan_ && plan_->ep && c.capacity_factor <= 0)
       throw std::invalid_argument("deepseek_v3 with ep needs capacity dispatch: set moe_capacity_factor > 0");
     const at::TensorOptions to = at::TensorOptions().device(options_.device);
-    std::vector<std::shared_ptr<TransformerBlockImpl>> blocks;
+    std::vector<std::shared_ptr<DeepSeekV3BlockImpl>> blocks;
     for (int64_t i = 0; i < c.n_layers; ++i)
-      blocks.push_back(std::make_shared<TransformerBlockImpl>(c, /*dense=*/i < c.n_dense_layers, to));
+      blocks.push_back(std::make_shared<DeepSeekV3BlockImpl>(c, /*dense=*/i < c.n_dense_layers, to));
     const int64_t rotary_dim = c.attention == DeepSeekAttention::Latent ? c.qk_rope_head_dim : c.dim / c.n_heads;
-    install_model(std::make_shared<DecoderModule<TransformerBlockImpl>>(
+    install_model(std::make_shared<DecoderModule<DeepSeekV3BlockImpl>>(
                       c.vocab_size, c.dim, c.norm_eps, std::move(blocks),
                       rotary_buffers(RopeStyle::InterleavedPairs, rotary_dim, c.rope_theta, c.max_seq_len, to), to),
                   {c.batch_size, c.seq_len, c.vocab_size});

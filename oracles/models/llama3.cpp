@@ -17,9 +17,9 @@ namespace passcheck::models {
 
 namespace {
 
-class TransformerBlockImpl : public torch::nn::Module {
+class Llama3BlockImpl : public torch::nn::Module {
  public:
-  TransformerBlockImpl(const Llama3Config& c, const at::TensorOptions& o) {
+  Llama3BlockImpl(const Llama3Config& c, const at::TensorOptions& o) {
     attention = register_module("attention", std::make_shared<CausalSelfAttentionImpl>(c.dim, c.n_heads, o, c.n_kv_heads));
     attention->flex = c.flex_attention;
     feed_forward = register_module("feed_forward", std::make_shared<SwiGLUFeedForwardImpl>(c.dim, c.ffn_hidden, o));
@@ -38,7 +38,7 @@ class TransformerBlockImpl : public torch::nn::Module {
   std::shared_ptr<RMSNormImpl> attention_norm, ffn_norm;
 };
 
-class Llama3Subject : public LanguageModelSubject<TransformerBlockImpl> {
+class Llama3Subject : public LanguageModelSubject<Llama3BlockImpl> {
  public:
   Llama3Subject(SubjectOptions o, Llama3Config c) : LanguageModelSubject(std::move(o)) {
     if (options_.batch_size) c.batch_size = options_.batch_size;
@@ -48,9 +48,9 @@ class Llama3Subject : public LanguageModelSubject<TransformerBlockImpl> {
     plan_ = resolve_plan("llama3", options_.parallel, {"fsdp", "fsdp2d", "tp"});
     if (plan_ && c.n_kv_heads && c.n_kv_heads != c.n_heads) plan_->qkv_block_heads = {c.n_heads, c.n_kv_heads, c.n_kv_heads};
     const at::TensorOptions to = at::TensorOptions().device(options_.device);
-    std::vector<std::shared_ptr<TransformerBlockImpl>> blocks;
-    for (int64_t i = 0; i < c.n_layers; ++i) blocks.push_back(std::make_shared<TransformerBlockImpl>(c, to));
-    install_model(std::make_shared<DecoderModule<TransformerBlockImpl>>(
+    std::vector<std::shared_ptr<Llama3BlockImpl>> blocks;
+    for (int64_t i = 0; i < c.n_layers; ++i) blocks.push_back(std::make_shared<Llama3BlockImpl>(c, to));
+    install_model(std::make_shared<DecoderModule<Llama3BlockImpl>>(
                       c.vocab_size, c.dim, c.norm_eps, std::move(blocks),
                       rotary_buffers(RopeStyle::InterleavedPairs, c.dim / c.n_heads, c.rope_theta, c.max_seq_len, to), to),
                   {c.batch_size, c.seq_len, c.vocab_size});

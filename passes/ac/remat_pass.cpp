@@ -20,6 +20,7 @@
 #include "framework/exec/op_properties.h"
 #include "framework/ir/text.h"
 #include "passes/ac/ac_passes.h"
+#include "passes/ac/guard_names.h"
 
 #include <map>
 #include <set>
@@ -31,10 +32,7 @@ namespace passcheck::passes {
 
 namespace {
 
-// Guard names, built once (Decisions takes std::string; a literal builds one per call).
-constexpr const char* kMustStayInForward = "must-stay-in-forward";
-constexpr const char* kReadsValueWrittenLater = "reads-value-written-later";
-constexpr const char* kWritesSavedStorage = "writes-saved-storage";
+using namespace ac_guards;
 
 bool is_loss_or_head(const std::string& fqn) {
   for (std::string_view r : {std::string_view("loss"), std::string_view("lm_head")}) {

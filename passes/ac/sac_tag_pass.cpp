@@ -12,6 +12,7 @@
 #include "framework/check/ac_policy.h"
 #include "framework/exec/op_properties.h"
 #include "passes/ac/ac_passes.h"
+#include "passes/ac/guard_names.h"
 
 namespace passcheck::passes {
 
@@ -19,11 +20,9 @@ namespace {
 
 // Decision names. Constants, not std::string objects: a pass holds no global object
 // (house.passes_hold_no_mutable_globals).
+using namespace ac_guards;
 constexpr const char* kSkippedModule = "skipped-module";
 constexpr const char* kForcedSave = "forced-save";
-constexpr const char* kMustStayInForward = "must-stay-in-forward";
-constexpr const char* kReadsValueWrittenLater = "reads-value-written-later";
-constexpr const char* kWritesSavedStorage = "writes-saved-storage";
 constexpr const char* kSymbolicInt = "symbolic-int";
 constexpr const char* kCopyWaitTag = "copy-wait-tag";
 constexpr const char* kPolicyMustSave = "policy-must-save";

@@ -29,8 +29,6 @@ using dist::DeviceMesh;
 using oracles::CollectiveCounts;
 using oracles::DriverOptions;
 
-constexpr int64_t kLlamaParams = 17;
-
 std::vector<oracles::RankDriverReport> on_every_rank(const DriverOptions& options) {
   DeviceMesh mesh = DeviceMesh::parse(options.subject.parallel.mesh);
   std::vector<oracles::RankDriverReport> reports(mesh.world_size());

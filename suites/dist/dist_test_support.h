@@ -25,6 +25,10 @@ void expect_bitwise(const std::string& what, const at::Tensor& expected, const a
 /// tokens per rank; deepseek_v3 with capacity dispatch (factor 1).
 oracles::DriverOptions small_parallel(const std::string& model, const std::string& plan, const std::string& mesh);
 
+/// The parameter tensors of llama3 at small_parallel's size: the all_gathers and
+/// reduce_scatters an FSDP rank graph holds per step.
+inline constexpr int64_t kLlamaParams = 17;
+
 /// Runs `body(rank)` on every rank of `mesh` on `backend` ("sim", or "gloo": one process
 /// per rank through the local launcher); returns "" when every rank succeeded, else the
 /// failing ranks' errors.

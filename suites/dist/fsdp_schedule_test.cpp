@@ -23,8 +23,6 @@
 namespace passcheck::testing {
 namespace {
 
-constexpr int64_t kLlamaParams = 17;
-
 // Runs the driver with `transform` on every rank of dp=2; returns the reports.
 std::vector<oracles::RankDriverReport> on_every_rank(int steps, const std::function<void(int64_t, ir::Graph&)>& transform) {
   oracles::DriverOptions options = small_parallel("llama3", "fsdp", "dp=2");

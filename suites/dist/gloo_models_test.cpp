@@ -12,10 +12,6 @@
 namespace passcheck::testing {
 namespace {
 
-oracles::DriverOptions small(const std::string& model, const std::string& plan, const std::string& mesh) {
-  return small_parallel(model, plan, mesh);
-}
-
 std::string run_on_gloo(const oracles::DriverOptions& options, const oracles::CollectiveCounts& expected) {
   return run_ranks("gloo", dist::DeviceMesh::parse(options.subject.parallel.mesh), [&](int64_t rank) {
     oracles::RankDriverReport r = oracles::run_rank_traced_vs_eager(options);
@@ -26,26 +22,24 @@ std::string run_on_gloo(const oracles::DriverOptions& options, const oracles::Co
   });
 }
 
-constexpr int64_t kLlamaParams = 17;
-
 TEST(GlooModels, Llama3Fsdp) {
-  EXPECT_EQ(run_on_gloo(small("llama3", "fsdp", "dp=4"), {kLlamaParams, kLlamaParams, 0, 0, 2 * kLlamaParams}), "");
+  EXPECT_EQ(run_on_gloo(small_parallel("llama3", "fsdp", "dp=4"), {kLlamaParams, kLlamaParams, 0, 0, 2 * kLlamaParams}), "");
 }
 
-TEST(GlooModels, Llama3Tp) { EXPECT_EQ(run_on_gloo(small("llama3", "tp", "tp=2"), {0, 0, 8, 0, 8}), ""); }
+TEST(GlooModels, Llama3Tp) { EXPECT_EQ(run_on_gloo(small_parallel("llama3", "tp", "tp=2"), {0, 0, 8, 0, 8}), ""); }
 
 TEST(GlooModels, Llama3FsdpTp) {
-  EXPECT_EQ(run_on_gloo(small("llama3", "fsdp,tp", "dp=2,tp=2"), {kLlamaParams, kLlamaParams, 8, 0, 2 * kLlamaParams + 8}),
+  EXPECT_EQ(run_on_gloo(small_parallel("llama3", "fsdp,tp", "dp=2,tp=2"), {kLlamaParams, kLlamaParams, 8, 0, 2 * kLlamaParams + 8}),
             "");
 }
 
 TEST(GlooModels, DeepSeekV3Ep) {
-  EXPECT_EQ(run_on_gloo(small("deepseek_v3", "ep", "ep=4"), {0, 0, 24, 4, 28}), "");
+  EXPECT_EQ(run_on_gloo(small_parallel("deepseek_v3", "ep", "ep=4"), {0, 0, 24, 4, 28}), "");
 }
 
 TEST(GlooModels, AMismatchOnOneRankIsReportedWithItsRank) {
   // The counts expected here are wrong on purpose: every rank must report the difference.
-  std::string errors = run_on_gloo(small("llama3", "tp", "tp=2"), {0, 0, 9, 0, 9});
+  std::string errors = run_on_gloo(small_parallel("llama3", "tp", "tp=2"), {0, 0, 9, 0, 9});
   EXPECT_NE(errors.find("rank 0: collectives all_gather 0, reduce_scatter 0, all_reduce 8"), std::string::npos) << errors;
   EXPECT_NE(errors.find("rank 1:"), std::string::npos) << errors;
 }

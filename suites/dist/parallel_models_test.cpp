@@ -26,10 +26,6 @@ using dist::DeviceMesh;
 using oracles::CollectiveCounts;
 using oracles::DriverOptions;
 
-oracles::DriverOptions small(const std::string& model, const std::string& plan, const std::string& mesh) {
-  return small_parallel(model, plan, mesh);
-}
-
 void expect_every_rank(const std::vector<oracles::RankDriverReport>& reports, const CollectiveCounts& expected) {
   for (const auto& r : reports) {
     EXPECT_TRUE(r.driver.equal()) << "rank " << r.rank << "\n" << r.driver.format();
@@ -40,29 +36,27 @@ void expect_every_rank(const std::vector<oracles::RankDriverReport>& reports, co
   }
 }
 
-constexpr int64_t kLlamaParams = 17;
-
 TEST(ParallelModels, Llama3FsdpTracedEqualsEagerOnEveryRank) {
   // One all_gather per parameter use (each is used once) and its reduce_scatter.
-  expect_every_rank(traced_vs_eager_on_every_rank(small("llama3", "fsdp", "dp=4")),
+  expect_every_rank(traced_vs_eager_on_every_rank(small_parallel("llama3", "fsdp", "dp=4")),
                     {kLlamaParams, kLlamaParams, 0, 0, 2 * kLlamaParams});
 }
 
 TEST(ParallelModels, Llama3TpTracedEqualsEagerOnEveryRank) {
   // Per block: all_reduce after wo and w2 (forward), and of the gradients of the
   // attention and FFN inputs (copy_to_group's backward).
-  expect_every_rank(traced_vs_eager_on_every_rank(small("llama3", "tp", "tp=2")), {0, 0, 8, 0, 8});
+  expect_every_rank(traced_vs_eager_on_every_rank(small_parallel("llama3", "tp", "tp=2")), {0, 0, 8, 0, 8});
 }
 
 TEST(ParallelModels, Llama3FsdpTpTracedEqualsEagerOnEveryRank) {
-  expect_every_rank(traced_vs_eager_on_every_rank(small("llama3", "fsdp,tp", "dp=2,tp=2")),
+  expect_every_rank(traced_vs_eager_on_every_rank(small_parallel("llama3", "fsdp,tp", "dp=2,tp=2")),
                     {kLlamaParams, kLlamaParams, 8, 0, 2 * kLlamaParams + 8});
 }
 
 TEST(ParallelModels, DeepSeekV3EpTracedEqualsEagerOnEveryRank) {
   // Dispatch and combine all_to_all in the forward and their two in the backward; one
   // gradient all_reduce("avg") per replicated parameter.
-  expect_every_rank(traced_vs_eager_on_every_rank(small("deepseek_v3", "ep", "ep=4")), {0, 0, 24, 4, 28});
+  expect_every_rank(traced_vs_eager_on_every_rank(small_parallel("deepseek_v3", "ep", "ep=4")), {0, 0, 24, 4, 28});
 }
 
 TEST(ParallelModels, ShardedTrainingMatchesTheSingleRankModel) {
@@ -71,23 +65,23 @@ TEST(ParallelModels, ShardedTrainingMatchesTheSingleRankModel) {
            {"llama3", "tp", "tp=2"},
            {"llama3", "fsdp,tp", "dp=2,tp=2"},
            {"deepseek_v3", "ep", "ep=4"}}) {
-    oracles::ShardedComparison c = sharded_vs_single_rank(small(model, plan, mesh));
+    oracles::ShardedComparison c = sharded_vs_single_rank(small_parallel(model, plan, mesh));
     EXPECT_TRUE(c.ok()) << model << " " << plan << "\n" << c.format();
     EXPECT_EQ(c.parameters.size(), model == "llama3" ? 17u : 27u);
   }
 }
 
 TEST(ParallelModels, WrongVariantsFailTheSingleRankComparison) {
-  DriverOptions sum_gradient = small("llama3", "fsdp", "dp=4");  // measured: max relative 0.25
+  DriverOptions sum_gradient = small_parallel("llama3", "fsdp", "dp=4");  // measured: max relative 0.25
   sum_gradient.subject.parallel.fault = "fsdp-sum-gradient";
   EXPECT_FALSE(sharded_vs_single_rank(sum_gradient).ok());
-  DriverOptions no_copy = small("llama3", "tp", "tp=2");  // measured: max relative 0.28
+  DriverOptions no_copy = small_parallel("llama3", "tp", "tp=2");  // measured: max relative 0.28
   no_copy.subject.parallel.fault = "tp-no-copy-to-group";
   EXPECT_FALSE(sharded_vs_single_rank(no_copy).ok());
 }
 
 TEST(ParallelModels, PlacementsNameEveryParameterAndBuffer) {
-  DriverOptions o = small("llama3", "fsdp,tp", "dp=2,tp=2");
+  DriverOptions o = small_parallel("llama3", "fsdp,tp", "dp=2,tp=2");
   std::map<std::string, std::vector<std::string>> placements;
   std::mutex m;
   std::string errors = run_ranks("sim", DeviceMesh::parse("dp=2,tp=2"), [&](int64_t rank) {
@@ -106,12 +100,12 @@ TEST(ParallelModels, PlacementsNameEveryParameterAndBuffer) {
 // The error each rank got building `model` with `plan` on `mesh`.
 std::string build_error(const std::string& model, const std::string& plan, const std::string& mesh,
                         const std::string& options_mesh = "") {
-  DriverOptions o = small(model, plan, options_mesh.empty() ? mesh : options_mesh);
+  DriverOptions o = small_parallel(model, plan, options_mesh.empty() ? mesh : options_mesh);
   return run_ranks("sim", DeviceMesh::parse(mesh), [&](int64_t) { models::make_subject(model, o.subject); });
 }
 
 TEST(ParallelModels, BadPlansAndMeshesAreClearErrors) {
-  DriverOptions o = small("llama3", "fsdp", "dp=2");
+  DriverOptions o = small_parallel("llama3", "fsdp", "dp=2");
   try {
     models::make_subject("llama3", o.subject);
     ADD_FAILURE() << "a plan without a rank was accepted";

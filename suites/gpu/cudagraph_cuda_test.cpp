@@ -19,7 +19,7 @@ class CudaGraphs : public ::testing::Test {
   }
 };
 
-oracles::DriverReport train_on_cuda(const std::string& model, const std::string& pipeline,
+oracles::DriverReport train_through_cudagraph(const std::string& model, const std::string& pipeline,
                                     std::function<void(int, models::TrainingSubject&)> after_step = nullptr) {
   oracles::DriverOptions options;
   options.model = model;
@@ -36,7 +36,7 @@ TEST_F(CudaGraphs, EveryModelTrainsBitwiseUnderRealCudaGraphs) {
   for (const std::string& model : models::available_subjects()) {
     for (const char* pipeline : {"cudagraph{backend=cuda}", "partition-min-cut,cudagraph{backend=cuda}"}) {
       SCOPED_TRACE(model + " " + pipeline);
-      oracles::DriverReport report = train_on_cuda(model, pipeline);
+      oracles::DriverReport report = train_through_cudagraph(model, pipeline);
       EXPECT_TRUE(report.equal()) << report.format();
       ASSERT_EQ(report.steps.size(), 5u);
       ASSERT_FALSE(report.steps.back().captured.empty());
@@ -48,7 +48,7 @@ TEST_F(CudaGraphs, EveryModelTrainsBitwiseUnderRealCudaGraphs) {
 }
 
 TEST_F(CudaGraphs, AReallocatedParameterIsRefused) {
-  oracles::DriverReport report = train_on_cuda("two_matmul", "cudagraph{backend=cuda}", [](int step, models::TrainingSubject& s) {
+  oracles::DriverReport report = train_through_cudagraph("two_matmul", "cudagraph{backend=cuda}", [](int step, models::TrainingSubject& s) {
     if (step != 3) return;
     at::NoGradGuard no_grad;
     at::Tensor p = s.module()->parameters(true).at(0);

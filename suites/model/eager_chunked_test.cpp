@@ -26,7 +26,7 @@ using oracles::EagerChunkConfig;
 using oracles::EagerChunkGuard;
 using oracles::fqn_matches_pattern;
 
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) { return check::compare_bitwise("", a, b).equal; }
+bool tensors_bitwise_equal(const at::Tensor& a, const at::Tensor& b) { return check::compare_bitwise("", a, b).equal; }
 
 std::string error_of(const std::function<void()>& fn) {
   try {
@@ -105,8 +105,8 @@ TEST(EagerChunked, ParameterGradientsAccumulateOverBothChunks) {
   };
   // Small integers: every sum is exact, so both orders of accumulation agree bit for bit.
   auto plain = gradients(false), chunked = gradients(true);
-  EXPECT_TRUE(bitwise_equal(chunked[0], plain[0])) << chunked[0] << plain[0];
-  EXPECT_TRUE(bitwise_equal(chunked[1], plain[1]));
+  EXPECT_TRUE(tensors_bitwise_equal(chunked[0], plain[0])) << chunked[0] << plain[0];
+  EXPECT_TRUE(tensors_bitwise_equal(chunked[1], plain[1]));
 }
 
 TEST(EagerChunked, RejectsWhatCannotBeSplitOrJoinedNamingTheModule) {
@@ -183,7 +183,7 @@ void expect_close_to_unchunked(const EagerStep& chunked, const EagerStep& plain,
   EXPECT_LT(worst_grad, 1e-5);
   ASSERT_EQ(chunked.token_counts.size(), 5u);
   for (size_t i = 0; i < plain.token_counts.size(); ++i) {
-    EXPECT_TRUE(bitwise_equal(chunked.token_counts[i], plain.token_counts[i]))
+    EXPECT_TRUE(tensors_bitwise_equal(chunked.token_counts[i], plain.token_counts[i]))
         << "layer " << i + 1 << ": " << chunked.token_counts[i] << " vs " << plain.token_counts[i];
     EXPECT_GT(plain.token_counts[i].sum().item<double>(), 0);
   }
@@ -247,7 +247,7 @@ TEST(EagerChunkedDeepSeekV3, TwoChunkedTrainingRunsAreBitwiseEqual) {
   };
   std::vector<at::Tensor> first = train(), second = train();
   ASSERT_EQ(first.size(), second.size());
-  for (size_t i = 0; i < first.size(); ++i) EXPECT_TRUE(bitwise_equal(first[i], second[i])) << "tensor " << i;
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_TRUE(tensors_bitwise_equal(first[i], second[i])) << "tensor " << i;
 }
 
 TEST(EagerChunkedDeepSeekV3, TheDriverRunsTheEagerPathChunkedAndReportsTheCalls) {

@@ -23,7 +23,7 @@ bool excluded(const std::string& pass, const std::string& kind, const std::strin
   return false;
 }
 
-std::vector<MutantInfo> build() {
+std::vector<MutantInfo> build_cleanup_mutants() {
   check::PassRegistry real;
   passes::register_cleanup_passes(real);
   std::vector<MutantInfo> out;
@@ -84,7 +84,7 @@ const std::vector<ExcludedMutant>& cleanup_mutant_exclusions() {
 }
 
 const std::vector<MutantInfo>& cleanup_mutants() {
-  static const std::vector<MutantInfo> infos = build();
+  static const std::vector<MutantInfo> infos = build_cleanup_mutants();
   return infos;
 }
 

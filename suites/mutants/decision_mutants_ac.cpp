@@ -79,7 +79,7 @@ const std::map<std::string, std::string>& exclusions() {
   return e;
 }
 
-std::vector<DecisionMutant> build() {
+std::vector<DecisionMutant> build_decision_mutants() {
   check::PassRegistry real;
   passes::register_ac_passes(real);
   passes::register_chunk_passes(real);
@@ -105,7 +105,7 @@ std::vector<DecisionMutant> build() {
 }  // namespace
 
 const std::vector<DecisionMutant>& ac_chunk_decision_mutants() {
-  static const std::vector<DecisionMutant> mutants = build();
+  static const std::vector<DecisionMutant> mutants = build_decision_mutants();
   return mutants;
 }
 

@@ -7,11 +7,10 @@
 #include "framework/check/distributed_properties.h"
 #include "framework/check/pipeline.h"
 #include "framework/ir/text.h"
+#include "generators/distributed_situations.h"
 #include "suites/mutants/distributed_mutants.h"
 
 #include <gmock/gmock.h>
-#include "generators/distributed_situations.h"
-
 #include <gtest/gtest.h>
 
 namespace passcheck {
@@ -20,7 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 using mutants::registry_with_mutants;
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "mutant.graph"); }
+std::unique_ptr<ir::Graph> parse_mutant_graph(const std::string& text) { return ir::parse_graph(text, "mutant.graph"); }
 
 void run(const std::string& pipeline, ir::Graph& g) { check::Pipeline::parse(pipeline, registry_with_mutants()).run(g); }
 
@@ -48,7 +47,7 @@ TEST(DistributedMutants, EachIsRegisteredWithItsHistoricalBug) {
 }
 
 TEST(DistributedMutants, Bug5IsCaughtByTheGatheredParameterProperty) {
-  auto real = parse(kJoint), mutant = parse(kJoint);
+  auto real = parse_mutant_graph(kJoint), mutant = parse_mutant_graph(kJoint);
   run("force-recompute-fsdp-all-gather,remat", *real);
   EXPECT_THAT(check::check_gathered_parameters_not_saved(*real), ::testing::IsEmpty());
   run("mutant-force-recompute-fsdp-tags-only-slice,remat", *mutant);
@@ -58,7 +57,7 @@ TEST(DistributedMutants, Bug5IsCaughtByTheGatheredParameterProperty) {
 }
 
 TEST(DistributedMutants, Bug12IsCaughtByTheRedirectedReadProperty) {
-  auto before = parse(kThirdPlacement), real = parse(kThirdPlacement), mutant = parse(kThirdPlacement);
+  auto before = parse_mutant_graph(kThirdPlacement), real = parse_mutant_graph(kThirdPlacement), mutant = parse_mutant_graph(kThirdPlacement);
   run("eliminate-alias-round-trips", *real);
   EXPECT_THAT(check::check_redirected_reads_wanted(*before, *real), ::testing::IsEmpty());
   run("mutant-eliminate-alias-rewires-third-placement", *mutant);
@@ -68,9 +67,9 @@ TEST(DistributedMutants, Bug12IsCaughtByTheRedirectedReadProperty) {
 }
 
 TEST(DistributedMutants, Bug14IsCaughtByTheGatesVerifier) {
-  auto real = parse(mutants::kReversedRanks);
+  auto real = parse_mutant_graph(mutants::kReversedRanks);
   run("cap-compute-batch-size{max-consecutive=1}", *real);  // the real pass falls back cleanly
-  auto mutant = parse(mutants::kReversedRanks);
+  auto mutant = parse_mutant_graph(mutants::kReversedRanks);
   try {
     run("mutant-cap-compute-reorders-before-cycle-check{max-consecutive=1}", *mutant);
     FAIL() << "the gate accepted a graph out of topological order";

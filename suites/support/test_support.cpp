@@ -1,6 +1,8 @@
 // Suite helpers (see test_support.h).
 #include "suites/support/test_support.h"
 
+#include "framework/ir/text.h"
+
 #include <ATen/Context.h>
 
 #include <array>
@@ -27,6 +29,12 @@ CommandResult run_command(const std::string& command) {
 std::string passcheck_binary() {
   const char* env = std::getenv("PASSCHECK_BINARY");
   return env ? env : PASSCHECK_DEFAULT_BINARY;
+}
+
+std::string cli(const std::string& args) { return passcheck_binary() + " " + args; }
+
+std::unique_ptr<ir::Graph> parse_graph_text(const std::string& text, const std::string& name) {
+  return ir::parse_graph(text, name);
 }
 
 std::string source_path(const std::string& relative) {

@@ -2,7 +2,12 @@
 // and running a command with its output captured.
 #pragma once
 
+#include <memory>
 #include <string>
+
+namespace passcheck::ir {
+class Graph;
+}
 
 namespace passcheck::testing {
 
@@ -15,6 +20,10 @@ struct CommandResult {
 CommandResult run_command(const std::string& command);
 /// Path of the passcheck binary (PASSCHECK_BINARY overrides the built one).
 std::string passcheck_binary();
+/// "<passcheck binary> <args>": a command line for run_command.
+std::string cli(const std::string& args);
+/// Graph text parsed as the file `name` (ir::parse_graph; messages name it).
+std::unique_ptr<ir::Graph> parse_graph_text(const std::string& text, const std::string& name = "test.graph");
 /// Absolute path of a file in the source tree (PASSCHECK_SOURCE_DIR overrides).
 std::string source_path(const std::string& relative);
 /// A fresh temporary directory for one test.

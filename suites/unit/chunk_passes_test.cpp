@@ -24,7 +24,7 @@ using ::testing::HasSubstr;
 
 const char* const kLayerGraph = testing::kChunkableLayerGraph;
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "test.graph"); }
+using testing::parse_graph_text;
 
 check::PassResult run_pass(const std::string& pipeline, ir::Graph& graph,
                            const check::PassRegistry& registry = mutants::registry_with_mutants()) {
@@ -42,7 +42,7 @@ size_t count_op(const ir::Graph& g, const std::string& op) {
 }
 
 TEST(ChunkPass, SplitsDuplicatesChainsAndMaterializes) {
-  auto g = parse(kLayerGraph);
+  auto g = parse_graph_text(kLayerGraph);
   check::PassResult r = run_pass("chunk{early-accumulation=false}", *g);
   EXPECT_EQ(r.stats.at("regions"), 1);
   EXPECT_EQ(r.stats.at("split_live_ins"), 1);
@@ -64,7 +64,7 @@ TEST(ChunkPass, SplitsDuplicatesChainsAndMaterializes) {
   EXPECT_THAT(text, HasSubstr("aten::split_with_sizes(%x, [sym(floordiv(s0, 2)), sym(floordiv(s0, 2))], 0)"));
   EXPECT_THAT(text, HasSubstr("\"chunk_role\": \"materialization\""));
   // The printed chunked graph parses back to itself, claims and symbols included.
-  EXPECT_EQ(parse(text)->print(), text);
+  EXPECT_EQ(parse_graph_text(text)->print(), text);
 
   sym::ProofReport proofs = sym::prove_all(g->claims(), g->symbols());
   EXPECT_TRUE(proofs.all_proved()) << proofs.format();
@@ -72,7 +72,7 @@ TEST(ChunkPass, SplitsDuplicatesChainsAndMaterializes) {
 }
 
 TEST(ChunkPass, ExecutesLikeTheLayerRunTwiceOnHalves) {
-  auto g = parse(kLayerGraph);
+  auto g = parse_graph_text(kLayerGraph);
   run_pass("chunk{early-accumulation=false},concretize", *g);
   EXPECT_TRUE(check::find_symbols(*g).empty());
   at::manual_seed(3);
@@ -92,7 +92,7 @@ TEST(ChunkPass, ExecutesLikeTheLayerRunTwiceOnHalves) {
 }
 
 TEST(ChunkPass, CounterUpdatesRunTwiceInOrder) {
-  auto g = parse(kLayerGraph);
+  auto g = parse_graph_text(kLayerGraph);
   run_pass("chunk{early-accumulation=false},concretize", *g);
   at::manual_seed(4);
   at::Tensor w = at::randn({8, 8}), x = at::randn({4, 8}), counts = at::randn({8});
@@ -117,7 +117,7 @@ graph(
   return (%mm, %dwt)
 )";
   for (bool early : {false, true}) {
-    auto g = parse(text);
+    auto g = parse_graph_text(text);
     check::PassResult r = run_pass(std::string("chunk{early-accumulation=") + (early ? "true" : "false") + "}", *g);
     EXPECT_EQ(r.stats.at("materialized_add"), 1);
     EXPECT_EQ(r.stats.at("early_accumulations"), early ? 1 : 0);
@@ -151,7 +151,7 @@ graph(
   %dwt : bf16[16, 16]{1, 16} = aten::t(%dw16)  #{phase=backward, fqn="layers.0"}
   return (%dwt)
 )";
-  auto late = parse(text), early = parse(text);
+  auto late = parse_graph_text(text), early = parse_graph_text(text);
   run_pass("chunk{early-accumulation=false},concretize", *late);
   run_pass("chunk{early-accumulation=true},concretize", *early);
   const ir::Node* add = nullptr;
@@ -184,7 +184,7 @@ graph(
   %scaled : f32[8, 8] = aten::mul.Tensor(%dw, %sign)  #{phase=backward, fqn="layers.0"}
   return (%scaled)
 )";
-  auto g = parse(text);
+  auto g = parse_graph_text(text);
   check::PassResult r = run_pass("chunk{early-accumulation=false}", *g);
   EXPECT_EQ(r.stats.at("materialized_add"), 1);
   EXPECT_EQ(count_op(*g, "aten::sign"), 1u) << "the factor is shared by both chunks";
@@ -208,7 +208,7 @@ graph(
   %dw : f32[3, 4, 5] = passcheck::grouped_mm_weight_grad(%x, %grad, %offsets)  #{phase=backward, fqn="layers.0"}
   return (%y, %dw)
 )";
-  auto g = parse(text);
+  auto g = parse_graph_text(text);
   check::PassResult r = run_pass("chunk{early-accumulation=false}", *g);
   EXPECT_EQ(r.stats.at("materialized_cat"), 1);  // %y
   EXPECT_EQ(r.stats.at("materialized_add"), 1);  // %dw
@@ -238,7 +238,7 @@ graph(
 // ---- errors the spec lists ---------------------------------------------------------
 
 std::string chunk_error(const std::string& text, const std::string& options = "") {
-  auto g = parse(text);
+  auto g = parse_graph_text(text);
   try {
     run_pass("chunk{early-accumulation=false" + options + "}", *g);
   } catch (const std::exception& e) {
@@ -317,7 +317,7 @@ graph(arg %x : f32[sym(s0), 8]):
   %r : f32[sym(s0), 8] = aten::relu(%x)
   return (%r)
 )";
-  auto g = parse(text);
+  auto g = parse_graph_text(text);
   try {
     run_pass("concretize", *g);
     FAIL() << "a false guard was accepted";
@@ -331,7 +331,7 @@ graph(arg %x : f32[sym(s0), 8]):
 }
 
 TEST(Concretize, HandMadeLeftoverSymbolIsNamedWithItsPlace) {
-  auto g = parse(R"(symbol s0 in [2, 4] hint 4 multiple_of 2
+  auto g = parse_graph_text(R"(symbol s0 in [2, 4] hint 4 multiple_of 2
 graph(arg %x : f32[sym(s0), 8]):
   %v : f32[sym(s0), 8] = aten::view(%x, [sym(s0), 8])
   return (%v)
@@ -348,7 +348,7 @@ graph(arg %x : f32[sym(s0), 8]):
 }
 
 TEST(Concretize, SubstitutesEverywhereAndDropsDeclarations) {
-  auto g = parse(kLayerGraph);
+  auto g = parse_graph_text(kLayerGraph);
   run_pass("chunk{early-accumulation=false}", *g);
   check::PassResult r = run_pass("concretize", *g);
   EXPECT_GT(r.stats.at("validated_guards"), 0);
@@ -360,11 +360,11 @@ TEST(Concretize, SubstitutesEverywhereAndDropsDeclarations) {
 // ---- mutants (bugs 9 and 10) ------------------------------------------------------------
 
 TEST(ChunkMutants, StaleInputSymbolsAreCaught) {
-  auto g = parse(kLayerGraph);
+  auto g = parse_graph_text(kLayerGraph);
   run_pass("chunk{early-accumulation=false}", *g);
   EXPECT_THROW(run_pass("mutant-concretize-stale-input-symbols", *g), check::PassFailure)
       << "the verifier must refuse symbols nobody declares any more";
-  auto direct = parse(kLayerGraph);
+  auto direct = parse_graph_text(kLayerGraph);
   // The pass's own leftover scan catches it even without the verifier.
   const check::RegisteredPass& stale = mutants::registry_with_mutants().get("mutant-concretize-stale-input-symbols");
   EXPECT_THROW(stale.run(*direct, check::PassOptions()), std::runtime_error);
@@ -377,13 +377,13 @@ graph(arg %x : f32[sym(s0), 8]):
   %r : f32[sym(s0), 8] = aten::relu(%x)
   return (%r)
 )";
-  auto real = parse(text), mutant = parse(text);
+  auto real = parse_graph_text(text), mutant = parse_graph_text(text);
   EXPECT_THROW(run_pass("concretize", *real), check::PassFailure);
   EXPECT_NO_THROW(run_pass("mutant-concretize-accepts-false-guard", *mutant)) << "the mutant is the buggy one";
 }
 
 TEST(ChunkMutants, AddOfAChunkDimValueIsRefutedByZ3AndFlagged) {
-  auto g = parse(kLayerGraph);
+  auto g = parse_graph_text(kLayerGraph);
   run_pass("mutant-chunk-adds-chunk-dim{early-accumulation=false}", *g);
   sym::ProofReport report = sym::prove_all(g->claims(), g->symbols());
   EXPECT_GE(report.count(sym::Verdict::Refuted), 1u) << report.format();
@@ -391,7 +391,7 @@ TEST(ChunkMutants, AddOfAChunkDimValueIsRefutedByZ3AndFlagged) {
 }
 
 TEST(ChunkMutants, UnchainedBufferUpdateIsFlagged) {
-  auto g = parse(kLayerGraph);
+  auto g = parse_graph_text(kLayerGraph);
   run_pass("mutant-chunk-unchained-buffer-update{early-accumulation=false}", *g);
   auto problems = check::check_chunk_invariants(*g);
   ASSERT_EQ(problems.size(), 1u);

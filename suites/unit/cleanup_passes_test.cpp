@@ -32,16 +32,16 @@ namespace {
 using check::PassRecord;
 using check::Pipeline;
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "case.graph"); }
+using testing::parse_graph_text;
 
 // Runs `pipeline` (registered passes) on `input` through the gate and checks the
 // printed result against `expected` (normalized through parse and print), the changed
 // flag against whether the text changed, and that a second run changes nothing.
 // Returns the first run's record for stat checks.
 PassRecord expect_rewrite(const std::string& pipeline, const std::string& input, const std::string& expected) {
-  auto g = parse(input);
+  auto g = parse_graph_text(input);
   const std::string before = g->print();
-  const std::string want = parse(expected)->print();
+  const std::string want = parse_graph_text(expected)->print();
   std::vector<PassRecord> first = Pipeline::parse(pipeline).run(*g);
   EXPECT_EQ(g->print(), want) << pipeline;
   EXPECT_EQ(first.at(0).changed, want != before) << pipeline;
@@ -213,7 +213,7 @@ TEST(RemoveIdentityView, KeepsADtypeView) {
 
 TEST(RemoveIdentityView, SkipsWhenMetadataIsMissing) {
   // Without the output's TensorMeta the shape is not provable.
-  auto g = parse(R"(graph(arg %x : f32[2, 3]):
+  auto g = parse_graph_text(R"(graph(arg %x : f32[2, 3]):
   %view : f32[2, 3] = aten::view(%x, [2, 3])
   return (%view)
 )");
@@ -595,7 +595,7 @@ TEST(Cse, DoesNotUndoRematerialization) {
 // ---- op properties the passes rely on -----------------------------------------------
 
 TEST(OpProperties, ClassifiesFromSchemasTagsAndNames) {
-  auto g = parse(R"(graph(arg %x : f32[2]):
+  auto g = parse_graph_text(R"(graph(arg %x : f32[2]):
   %add_ : f32[2] = aten::add_.Tensor(%x, %x, 1)
   %t : f32[2] = aten::t(%x)
   %relu : f32[2] = aten::relu(%x)

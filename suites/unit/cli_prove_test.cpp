@@ -13,7 +13,7 @@ namespace {
 
 using testing::run_command;
 
-std::string cli(const std::string& args) { return testing::passcheck_binary() + " " + args; }
+using testing::cli;
 
 // A symbolic graph with two claims and the given node line (line 5).
 std::string symbolic_graph(const std::string& node_line) {

@@ -12,7 +12,7 @@ namespace {
 
 using testing::run_command;
 
-std::string cli(const std::string& args) { return testing::passcheck_binary() + " " + args; }
+using testing::cli;
 
 TEST(Cli, TraceWritesAGraphThatRunReExecutes) {
   std::string dir = testing::make_temp_dir();

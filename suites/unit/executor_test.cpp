@@ -4,6 +4,7 @@
 #include "framework/exec/executor.h"
 #include "framework/exec/inputs.h"
 #include "framework/ir/text.h"
+#include "suites/support/test_support.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -11,10 +12,10 @@
 namespace passcheck {
 namespace {
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "test.graph"); }
+using testing::parse_graph_text;
 
 TEST(Executor, RunsTwoMatmulForwardAndMatchesEager) {
-  auto g = parse(R"(graph(
+  auto g = parse_graph_text(R"(graph(
     param %w1 : f32[4, 8],
     param %w2 : f32[8, 4],
     arg %x : f32[2, 4]):
@@ -32,7 +33,7 @@ TEST(Executor, RunsTwoMatmulForwardAndMatchesEager) {
 }
 
 TEST(Executor, UnpacksListReturnsAndTupleReturns) {
-  auto g = parse(R"(graph(arg %x : f32[4, 6]):
+  auto g = parse_graph_text(R"(graph(arg %x : f32[4, 6]):
   %a : f32[2, 6], %b : f32[2, 6] = aten::split.Tensor(%x, 2, 0)
   %values : f32[2], %indices : i64[2] = aten::max.dim(%b, 1, False)
   %sum : f32[2, 6] = aten::add.Tensor(%a, %b, 1)
@@ -49,7 +50,7 @@ TEST(Executor, UnpacksListReturnsAndTupleReturns) {
 }
 
 TEST(Executor, FillsOmittedTrailingArgumentsWithSchemaDefaults) {
-  auto g = parse(R"(graph(arg %x : f32[3]):
+  auto g = parse_graph_text(R"(graph(arg %x : f32[3]):
   %y : f32[3] = aten::add.Tensor(%x, %x)
   return (%y)
 )");
@@ -60,7 +61,7 @@ TEST(Executor, FillsOmittedTrailingArgumentsWithSchemaDefaults) {
 
 TEST(Executor, FreesValuesAfterTheirLastUse) {
   // A chain of four 1 MiB intermediates: with freeing at most two are alive at once.
-  auto g = parse(R"(graph(arg %x : f32[512, 512]):
+  auto g = parse_graph_text(R"(graph(arg %x : f32[512, 512]):
   %a : f32[512, 512] = aten::mul.Tensor(%x, %x)
   %b : f32[512, 512] = aten::mul.Tensor(%a, %a)
   %c : f32[512, 512] = aten::mul.Tensor(%b, %b)
@@ -83,7 +84,7 @@ TEST(Executor, FreesValuesAfterTheirLastUse) {
 }
 
 TEST(Executor, ViewsOfOneStorageAreCountedOnce) {
-  auto g = parse(R"(graph(arg %x : f32[256, 256]):
+  auto g = parse_graph_text(R"(graph(arg %x : f32[256, 256]):
   %a : f32[256, 256] = aten::mul.Tensor(%x, %x)
   %t : f32[256, 256]{1, 256} = aten::t(%a)
   %v : f32[65536] = aten::view(%a, [65536])
@@ -102,7 +103,7 @@ TEST(Executor, ViewsOfOneStorageAreCountedOnce) {
 }
 
 TEST(Executor, UnknownOperatorNamesTheNodeAndLine) {
-  auto g = parse("graph(arg %x : f32[2]):\n  %y : f32[2] = aten::no_such_op(%x)\n  return (%y)\n");
+  auto g = parse_graph_text("graph(arg %x : f32[2]):\n  %y : f32[2] = aten::no_such_op(%x)\n  return (%y)\n");
   try {
     exec::Executor executor(*g);
     FAIL() << "expected ExecError";
@@ -114,7 +115,7 @@ TEST(Executor, UnknownOperatorNamesTheNodeAndLine) {
 }
 
 TEST(Executor, TooManyArgumentsAndMissingArgumentsAreErrors) {
-  auto many = parse("graph(arg %x : f32[2]):\n  %y : f32[2] = aten::neg(%x, 1, 2)\n  return (%y)\n");
+  auto many = parse_graph_text("graph(arg %x : f32[2]):\n  %y : f32[2] = aten::neg(%x, 1, 2)\n  return (%y)\n");
   EXPECT_THROW(
       {
         try {
@@ -125,7 +126,7 @@ TEST(Executor, TooManyArgumentsAndMissingArgumentsAreErrors) {
         }
       },
       exec::ExecError);
-  auto missing = parse("graph(arg %x : f32[2, 2]):\n  %y : f32[2, 2] = aten::mm(%x)\n  return (%y)\n");
+  auto missing = parse_graph_text("graph(arg %x : f32[2, 2]):\n  %y : f32[2, 2] = aten::mm(%x)\n  return (%y)\n");
   try {
     exec::Executor e(*missing);
     FAIL() << "expected ExecError";
@@ -135,7 +136,7 @@ TEST(Executor, TooManyArgumentsAndMissingArgumentsAreErrors) {
 }
 
 TEST(Executor, WrongOutputCountIsAnError) {
-  auto g = parse("graph(arg %x : f32[2, 3]):\n  %v : f32[2] = aten::max.dim(%x, 1, False)\n  return (%v)\n");
+  auto g = parse_graph_text("graph(arg %x : f32[2, 3]):\n  %v : f32[2] = aten::max.dim(%x, 1, False)\n  return (%v)\n");
   try {
     exec::Executor e(*g);
     FAIL() << "expected ExecError";
@@ -145,7 +146,7 @@ TEST(Executor, WrongOutputCountIsAnError) {
 }
 
 TEST(Executor, InputCountAndShapeAreChecked) {
-  auto g = parse("graph(arg %x : f32[2, 3]):\n  %y : f32[2, 3] = aten::neg(%x)\n  return (%y)\n");
+  auto g = parse_graph_text("graph(arg %x : f32[2, 3]):\n  %y : f32[2, 3] = aten::neg(%x)\n  return (%y)\n");
   exec::Executor executor(*g);
   EXPECT_THROW(executor.run({}), exec::ExecError);
   try {
@@ -157,7 +158,7 @@ TEST(Executor, InputCountAndShapeAreChecked) {
 }
 
 TEST(Executor, KernelErrorsNameTheFailingNode) {
-  auto g = parse("graph(arg %x : f32[2, 3]):\n  %y : f32[2, 3] = aten::mm(%x, %x)\n  return (%y)\n");
+  auto g = parse_graph_text("graph(arg %x : f32[2, 3]):\n  %y : f32[2, 3] = aten::mm(%x, %x)\n  return (%y)\n");
   exec::Executor executor(*g);
   try {
     executor.run({at::randn({2, 3})});
@@ -169,7 +170,7 @@ TEST(Executor, KernelErrorsNameTheFailingNode) {
 }
 
 TEST(Executor, MetadataCheckCatchesAWrongRecordedShape) {
-  auto g = parse("graph(arg %x : f32[2, 3]):\n  %y : f32[3, 3] = aten::neg(%x)\n  return (%y)\n");
+  auto g = parse_graph_text("graph(arg %x : f32[2, 3]):\n  %y : f32[3, 3] = aten::neg(%x)\n  return (%y)\n");
   exec::ExecutorOptions opts;
   opts.check_metadata = true;
   exec::Executor checking(*g, opts);
@@ -185,14 +186,14 @@ TEST(Executor, MetadataCheckCatchesAWrongRecordedShape) {
 }
 
 TEST(Executor, RunsUnderNoGrad) {
-  auto g = parse("graph(param %w : f32[3]):\n  %y : f32[3] = aten::mul.Tensor(%w, %w)\n  return (%y)\n");
+  auto g = parse_graph_text("graph(param %w : f32[3]):\n  %y : f32[3] = aten::mul.Tensor(%w, %w)\n  return (%y)\n");
   at::Tensor w = at::randn({3}).requires_grad_();
   auto out = exec::Executor(*g).run({w});
   EXPECT_FALSE(out[0].toTensor().requires_grad());
 }
 
 TEST(Inputs, GeneratedInputsFollowMetaAndSeed) {
-  auto g = parse(R"(graph(
+  auto g = parse_graph_text(R"(graph(
     param %w : f32[4, 3]{1, 4},
     arg %ids : i64[5],
     arg %flag : b8[2],
@@ -217,7 +218,7 @@ TEST(Inputs, GeneratedInputsFollowMetaAndSeed) {
 }
 
 TEST(Inputs, TensorInputWithoutMetaIsAnError) {
-  auto g = parse("graph(arg %x : Tensor):\n  return (%x)\n");
+  auto g = parse_graph_text("graph(arg %x : Tensor):\n  return (%x)\n");
   EXPECT_THROW(exec::make_inputs(*g), std::invalid_argument);
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 using testing::run_command;
 
-std::string cli(const std::string& args) { return testing::passcheck_binary() + " " + args; }
+using testing::cli;
 
 struct Expectation {
   std::string subcommand;

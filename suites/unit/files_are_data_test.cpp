@@ -31,10 +31,10 @@ namespace {
 
 #define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "g.txt"); }
+std::unique_ptr<ir::Graph> parse_data_graph(const std::string& text) { return testing::parse_graph_text(text, "g.txt"); }
 
 std::string executor_error(const std::string& text) {
-  auto g = parse(text);
+  auto g = parse_data_graph(text);
   try {
     exec::Executor executor(*g);
   } catch (const exec::ExecError& e) {
@@ -51,7 +51,7 @@ std::string verifier_issues(const ir::Graph& g) {
 
 std::string parse_error(const std::string& text) {
   try {
-    parse(text);
+    parse_data_graph(text);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -65,7 +65,7 @@ TEST(RefusedOperators, FromFileIsRefusedBeforeDispatchByTheExecutorAndTheVerifie
       "  %g : f32[4] = aten::fill_.Scalar(%f, 1.0)\n"
       "  return (%g)\n";
   EXPECT_CONTAINS(executor_error(text), "g.txt:2:17: aten::from_file is refused (file system)");
-  EXPECT_CONTAINS(verifier_issues(*parse(text)), "aten::from_file is refused (file system)");
+  EXPECT_CONTAINS(verifier_issues(*parse_data_graph(text)), "aten::from_file is refused (file system)");
 }
 
 TEST(RefusedOperators, UnsafeTrueIsRefusedAndUnsafeFalseRuns) {
@@ -81,7 +81,7 @@ TEST(RefusedOperators, UnsafeTrueIsRefusedAndUnsafeFalseRuns) {
 TEST(RefusedOperators, OperatorsLibTorchDoesNotRegisterAreStillRefusedByName) {
   // debugprims::load_tensor lives in Python only: the verifier refuses it by name, before
   // the executor would report an unknown operator.
-  auto g = parse("graph(arg %x : f32[2]):\n  %y : f32[2] = debugprims::load_tensor(\"w\", [2], [1])\n  return (%y)\n");
+  auto g = parse_data_graph("graph(arg %x : f32[2]):\n  %y : f32[2] = debugprims::load_tensor(\"w\", [2], [1])\n  return (%y)\n");
   EXPECT_CONTAINS(verifier_issues(*g), "debugprims::load_tensor is refused (file system)");
 }
 
@@ -122,7 +122,7 @@ std::string nest_text(int depth, int fanout) {
 }
 
 TEST(SubgraphNesting, DepthAndExpandedSizeAreCountedWithoutRecursion) {
-  auto g = parse(nest_text(5, 2));
+  auto g = parse_data_graph(nest_text(5, 2));
   const ir::CallNesting nesting = ir::call_nesting(*g);
   EXPECT_EQ(nesting.depth, 5u);
   // 2 (call + output) ... each level: 2 calls of the next; the last level 1 relu.
@@ -145,7 +145,7 @@ TEST(SubgraphNesting, AFanOutBombIsRefusedBeforeRunningOrInlining) {
 TEST(SubgraphNesting, TheVerifierAndTheInlinerRefuseANestBuiltInMemory) {
   // Built by a pass, not parsed: the verifier, the executor and inline_subgraphs each
   // check the bounds themselves.
-  auto g = parse(nest_text(3, 2));
+  auto g = parse_data_graph(nest_text(3, 2));
   ir::Graph* leaf = g->find_subgraph("s00002");
   ASSERT_NE(leaf, nullptr);
   // Deepen the nest by chaining 70 new bodies below the leaf.
@@ -181,7 +181,7 @@ TEST(Archives, APickleNestedDeeperThanTheStackBoundIsRefusedBeforeLoading) {
     outer.push_back(nested);
     nested = outer;
   }
-  auto g = parse("graph(arg %x : f32[2]):\n  return (%x)\n");
+  auto g = parse_data_graph("graph(arg %x : f32[2]):\n  return (%x)\n");
   try {
     exec::load_inputs(archive_of(nested, dir), g->inputs());
     FAIL() << "a 6000-deep archive was read";
@@ -213,7 +213,7 @@ TEST(Archives, AnArchiveOfInputsWithinTheBoundsLoads) {
   const std::string dir = testing::make_temp_dir();
   c10::impl::GenericList inputs(c10::AnyType::get());
   inputs.push_back(at::arange(6, at::kFloat).reshape({2, 3}));
-  auto g = parse("graph(arg %x : f32[2, 3]):\n  return (%x)\n");
+  auto g = parse_data_graph("graph(arg %x : f32[2, 3]):\n  return (%x)\n");
   std::vector<c10::IValue> loaded = exec::load_inputs(archive_of(inputs, dir), g->inputs());
   ASSERT_EQ(loaded.size(), 1u);
   EXPECT_TRUE(at::equal(loaded[0].toTensor(), at::arange(6, at::kFloat).reshape({2, 3})));
@@ -221,7 +221,7 @@ TEST(Archives, AnArchiveOfInputsWithinTheBoundsLoads) {
 
 TEST(Archives, ATensorReachingPastItsStorageIsRefusedAfterLoading) {
   const std::string dir = testing::make_temp_dir();
-  auto g = parse("graph(arg %x : f32[64]):\n  return (%x)\n");
+  auto g = parse_data_graph("graph(arg %x : f32[64]):\n  return (%x)\n");
   // What a crafted file holds: sizes that claim 64 floats over a storage of 4. LibTorch's
   // pickler writes whatever the TensorImpl says, as an attacker's pickle would.
   at::Tensor small = at::zeros({4});

@@ -26,7 +26,7 @@ namespace {
 using testing::run_command;
 namespace fs = std::filesystem;
 
-std::string cli(const std::string& args) { return testing::passcheck_binary() + " " + args; }
+using testing::cli;
 
 check::PassRegistry registry_with(bool mutants, bool test_passes) {
   check::PassRegistry registry;

@@ -8,6 +8,7 @@
 #include "framework/ir/text.h"
 #include "generators/distributed_situations.h"
 #include "passes/fsdp/fsdp_passes.h"
+#include "suites/support/test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ using ::testing::HasSubstr;
 
 const char* const kJoint = gen::fsdp_joint_graph();
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "test.graph"); }
+using testing::parse_graph_text;
 
 std::vector<check::PassRecord> run(const std::string& pipeline, ir::Graph& g) {
   return check::Pipeline::parse(pipeline).run(g);
@@ -34,7 +35,7 @@ bool recompute_tagged(const ir::Graph& g, const std::string& name) {
 }
 
 TEST(ForceRecomputeFsdp, TagsTheWholeSingleInputChainButNotItsReaders) {
-  auto g = parse(kJoint);
+  auto g = parse_graph_text(kJoint);
   auto records = run("force-recompute-fsdp-all-gather", *g);
   EXPECT_TRUE(recompute_tagged(*g, "ag"));
   EXPECT_TRUE(recompute_tagged(*g, "wait"));
@@ -47,7 +48,7 @@ TEST(ForceRecomputeFsdp, TagsTheWholeSingleInputChainButNotItsReaders) {
 }
 
 TEST(ForceRecomputeFsdp, AddOfTheSameValueCountsAsOneInput) {
-  auto g = parse(R"(mesh dp=4 rank 0
+  auto g = parse_graph_text(R"(mesh dp=4 rank 0
 graph(param %w : f32[4, 8] placed(S(0)), arg %x : f32[2, 16]):
   %ag : f32[16, 8] = _c10d_functional::all_gather_into_tensor(%w, 4, "dp")
   %wait : f32[16, 8] = _c10d_functional::wait_tensor(%ag)
@@ -70,7 +71,7 @@ const char* situation_text(const std::string& name) {
 
 // A gather of a computed value and a backward unshard.
 TEST(ForceRecomputeFsdp, LeavesBackwardWaitsAndComputedGathersAlone) {
-  auto g = parse(situation_text("fsdp-not-unshards"));
+  auto g = parse_graph_text(situation_text("fsdp-not-unshards"));
 
   auto records = run("force-recompute-fsdp-all-gather", *g);
   EXPECT_FALSE(records.back().changed);
@@ -79,7 +80,7 @@ TEST(ForceRecomputeFsdp, LeavesBackwardWaitsAndComputedGathersAlone) {
 }
 
 TEST(ForceRecomputeFsdp, ForceSaveWalksBackOverViewsToTheWait) {
-  auto g = parse(kJoint);
+  auto g = parse_graph_text(kJoint);
   run("force-recompute-fsdp-all-gather{reshard-after-forward=false}", *g);
   EXPECT_EQ(node(*g, "wait")->meta().recompute, ir::RecomputePolicy::MustSave);
   EXPECT_EQ(node(*g, "wait")->meta().ac_region_id, passes::kFsdpUnshardRegion);
@@ -88,7 +89,7 @@ TEST(ForceRecomputeFsdp, ForceSaveWalksBackOverViewsToTheWait) {
 }
 
 TEST(ForceRecomputeFsdp, AfterRematNoGatheredWeightCrossesTheBoundary) {
-  auto g = parse(kJoint);
+  auto g = parse_graph_text(kJoint);
   // Before any tagging the backward reads the forward's transposed weight.
   EXPECT_THAT(check::check_gathered_parameters_not_saved(*g), ::testing::SizeIs(1));
   run("force-recompute-fsdp-all-gather,remat", *g);
@@ -99,7 +100,7 @@ TEST(ForceRecomputeFsdp, AfterRematNoGatheredWeightCrossesTheBoundary) {
 }
 
 TEST(ForceRecomputeFsdp, IsIdempotent) {
-  auto g = parse(kJoint);
+  auto g = parse_graph_text(kJoint);
   run("force-recompute-fsdp-all-gather", *g);
   EXPECT_FALSE(run("force-recompute-fsdp-all-gather", *g).back().changed);
 }

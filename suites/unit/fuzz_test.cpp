@@ -23,7 +23,7 @@ namespace {
 using testing::run_command;
 namespace fs = std::filesystem;
 
-std::string cli(const std::string& args) { return testing::passcheck_binary() + " " + args; }
+using testing::cli;
 
 std::vector<std::string> repros_in(const std::string& dir) {
   std::vector<std::string> files;

@@ -19,11 +19,11 @@ namespace {
 
 using testing::run_command;
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "g.txt"); }
+std::unique_ptr<ir::Graph> parse_hostile_graph(const std::string& text) { return testing::parse_graph_text(text, "g.txt"); }
 
 // The message of the ExecError building an executor for `text` throws ("" when none).
 std::string executor_error(const std::string& text, exec::ExecutorOptions options = {}) {
-  auto g = parse(text);
+  auto g = parse_hostile_graph(text);
   try {
     exec::Executor executor(*g, options);
   } catch (const exec::ExecError& e) {
@@ -33,7 +33,7 @@ std::string executor_error(const std::string& text, exec::ExecutorOptions option
 }
 
 std::string run_error(const std::string& text, exec::ExecutorOptions options = {}) {
-  auto g = parse(text);
+  auto g = parse_hostile_graph(text);
   try {
     exec::Executor executor(*g, options);
     executor.run(exec::make_inputs(*g));
@@ -83,7 +83,7 @@ TEST(HostileGraph, LayoutMemoryFormatAndIntCodedEnumsAreChecked) {
 
 TEST(HostileGraph, EnumCodesCarriedByValuesAreCheckedBeforeTheNodeRuns) {
   // %n is computed (sym_size of a dimension of 200): only known when the graph runs.
-  auto g = parse(
+  auto g = parse_hostile_graph(
       "graph(arg %x : f32[200]):\n  %n : int = aten::size.int(%x, 0)\n"
       "  %y : f32[200] = aten::_to_copy(%x, %n)\n  return (%y)\n");
   exec::Executor executor(*g);
@@ -133,7 +133,7 @@ TEST(HostileGraph, ConstantsAndValuesOfTheWrongKindAreRefusedBeforeDispatch) {
 }
 
 TEST(HostileGraph, TheVerifierReportsSchemaProblemsWithTheirLocation) {
-  auto g = parse(graph_of("%y : f32[2, 3] = aten::_to_copy(%x, -1)"));
+  auto g = parse_hostile_graph(graph_of("%y : f32[2, 3] = aten::_to_copy(%x, -1)"));
   std::vector<check::VerifierIssue> issues = check::verify_graph(*g);
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_CONTAINS(issues[0].message, "g.txt:2:39: aten::_to_copy argument 'dtype': -1 is not a dtype");
@@ -145,7 +145,7 @@ TEST(HostileGraph, TheVerifierReportsSchemaProblemsWithTheirLocation) {
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_CONTAINS(issues[0].message, "node `%y : f32[2, 3] = aten::_to_copy(%x, -1)`: aten::_to_copy argument 'dtype'");
   // Unknown operators are the executor's to report.
-  EXPECT_TRUE(check::verify_graph(*parse(graph_of("%y : f32[2, 3] = test::frobnicate(%x, -1)"))).empty());
+  EXPECT_TRUE(check::verify_graph(*parse_hostile_graph(graph_of("%y : f32[2, 3] = test::frobnicate(%x, -1)"))).empty());
 }
 
 TEST(HostileGraph, InternalAssertsOfLibTorchReachTheUserAsBadArguments) {
@@ -217,7 +217,7 @@ TEST(HostileGraph, AllocationsTheTypesDoNotDeclareAreHeldToTheBudgetWhileRunning
 }
 
 TEST(HostileGraph, GeneratedInputsAreHeldToTheBudget) {
-  auto g = parse("graph(arg %x : f32[30000, 30000]):\n  %y : f32[30000, 30000] = aten::neg(%x)\n  return (%y)\n");
+  auto g = parse_hostile_graph("graph(arg %x : f32[30000, 30000]):\n  %y : f32[30000, 30000] = aten::neg(%x)\n  return (%y)\n");
   try {
     exec::make_inputs(*g);
     FAIL() << "expected a budget error";
@@ -225,7 +225,7 @@ TEST(HostileGraph, GeneratedInputsAreHeldToTheBudget) {
     EXPECT_CONTAINS(std::string(e.what()), "input %x : f32[30000, 30000] needs 3600000000 bytes (3.35 GiB), over the "
                                            "memory budget of 2147483648 bytes (2.00 GiB); raise it with --memory-budget");
   }
-  auto many = parse("graph(arg %a : f32[20000, 20000], arg %b : f32[20000, 20000]):\n  return (%a)\n");
+  auto many = parse_hostile_graph("graph(arg %a : f32[20000, 20000], arg %b : f32[20000, 20000]):\n  return (%a)\n");
   try {
     exec::make_inputs(*many);
     FAIL() << "expected a budget error";
@@ -234,7 +234,7 @@ TEST(HostileGraph, GeneratedInputsAreHeldToTheBudget) {
   }
   exec::InputOptions small;
   small.max_bytes = 16;
-  EXPECT_THROW(exec::make_inputs(*parse("graph(arg %x : f32[8]):\n  return (%x)\n"), small), std::invalid_argument);
+  EXPECT_THROW(exec::make_inputs(*parse_hostile_graph("graph(arg %x : f32[8]):\n  return (%x)\n"), small), std::invalid_argument);
 }
 
 TEST(HostileGraph, StorageExtentSaturatesAndFollowsStrides) {
@@ -251,7 +251,7 @@ TEST(HostileGraph, StorageExtentSaturatesAndFollowsStrides) {
 
 // ---- the command line -------------------------------------------------------------
 
-std::string cli(const std::string& args) { return testing::passcheck_binary() + " " + args; }
+using testing::cli;
 
 TEST(HostileGraphCli, TheTwoDtypeReproducersExitTwoWithFileLineColumnAndArgument) {
   std::string dir = testing::make_temp_dir();

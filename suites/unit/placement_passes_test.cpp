@@ -7,6 +7,7 @@
 #include "framework/check/pipeline.h"
 #include "framework/check/verifier.h"
 #include "framework/ir/text.h"
+#include "suites/support/test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,23 +28,23 @@ graph(arg %x : f32[4, 8] placed(S(0), S(0))):
   return (%keep, %third, %back)
 )";
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "test.graph"); }
+using testing::parse_graph_text;
 
 TEST(WantedPlacements, RoundTripThroughPrintAndParse) {
-  auto g = parse(kThreeConsumers);
+  auto g = parse_graph_text(kThreeConsumers);
   const auto& wanted = g->find_value("back")->producer()->meta().wanted_placements;
   ASSERT_EQ(wanted.size(), 1u);
   EXPECT_EQ(wanted[0].size(), 2u);
   EXPECT_EQ(wanted[0][1].str(), "S(0)");
   std::string printed = g->print();
   EXPECT_THAT(printed, HasSubstr("#{wants=[(S(0), S(0))]}"));
-  EXPECT_EQ(parse(printed)->print(), printed);
+  EXPECT_EQ(parse_graph_text(printed)->print(), printed);
   EXPECT_TRUE(check::verify_graph(*g).empty());
 }
 
 TEST(WantedPlacements, ParserErrorsNameLineAndColumn) {
   try {
-    parse("mesh dp=32, tp=8 rank 0\ngraph(arg %x : f32[4]):\n  %y : f32[4] = aten::neg(%x)  #{wants=[(S(0))]}\n"
+    parse_graph_text("mesh dp=32, tp=8 rank 0\ngraph(arg %x : f32[4]):\n  %y : f32[4] = aten::neg(%x)  #{wants=[(S(0))]}\n"
           "  return (%y)\n");
     FAIL() << "expected a parse error";
   } catch (const std::exception& e) {
@@ -51,7 +52,7 @@ TEST(WantedPlacements, ParserErrorsNameLineAndColumn) {
     EXPECT_THAT(e.what(), HasSubstr("1 placements for a mesh of 2 dims"));
   }
   try {
-    parse("graph(arg %x : f32[4]):\n  %y : f32[4] = aten::neg(%x)  #{wants=[(R)]}\n  return (%y)\n");
+    parse_graph_text("graph(arg %x : f32[4]):\n  %y : f32[4] = aten::neg(%x)  #{wants=[(R)]}\n  return (%y)\n");
     FAIL() << "expected a parse error";
   } catch (const std::exception& e) {
     EXPECT_THAT(e.what(), HasSubstr("test.graph:2:"));
@@ -60,7 +61,7 @@ TEST(WantedPlacements, ParserErrorsNameLineAndColumn) {
 }
 
 TEST(WantedPlacements, VerifierRefusesAListPerSlotOfTheWrongCountOrRank) {
-  auto g = parse(kThreeConsumers);
+  auto g = parse_graph_text(kThreeConsumers);
   ir::Node* back = g->find_value("back")->producer();
   back->mutable_meta().wanted_placements.push_back(back->meta().wanted_placements[0]);
   auto issues = check::verify_graph(*g);
@@ -73,7 +74,7 @@ TEST(WantedPlacements, VerifierRefusesAListPerSlotOfTheWrongCountOrRank) {
 }
 
 TEST(EliminateAliasRoundTrips, RewiresOnlyTheConsumerWantingTheProducersPlacement) {
-  auto g = parse(kThreeConsumers);
+  auto g = parse_graph_text(kThreeConsumers);
   auto before = g->clone();
   auto records = check::Pipeline::parse("eliminate-alias-round-trips").run(*g);
   EXPECT_EQ(records.back().stats.at("rewired_consumers"), 1);

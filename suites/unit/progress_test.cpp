@@ -15,7 +15,7 @@ namespace {
 
 using testing::run_command;
 
-std::string cli(const std::string& args) { return testing::passcheck_binary() + " " + args; }
+using testing::cli;
 
 TEST(Progress, TheDriverReportsEveryStepAsItFinishes) {
   oracles::DriverOptions options;

@@ -179,7 +179,7 @@ TEST(Minimizer, LeavesAGraphThatDoesNotFailUnchanged) {
 using testing::run_command;
 namespace fs = std::filesystem;
 
-std::string cli(const std::string& args) { return testing::passcheck_binary() + " " + args; }
+using testing::cli;
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);

@@ -9,6 +9,7 @@
 #include "passes/schedule/schedule_passes.h"
 #include "passes/schedule/stable_topo_sort.h"
 #include "suites/mutants/distributed_mutants.h"
+#include "suites/support/test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,7 +19,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) { return ir::parse_graph(text, "test.graph"); }
+using testing::parse_graph_text;
 
 ir::Node* node(const ir::Graph& g, const std::string& name) { return g.find_value(name)->producer(); }
 
@@ -38,7 +39,7 @@ const char* const kTwoChains = R"(graph(arg %x : f32[4, 4], arg %y : f32[4, 4]):
 )";
 
 TEST(StableTopoSort, KeepsAValidOrderWithoutExtraDependencies) {
-  auto g = parse(kTwoChains);
+  auto g = parse_graph_text(kTwoChains);
   bool changed = true;
   EXPECT_EQ(passes::stable_topological_sort(*g, {}, &changed), std::nullopt);
   EXPECT_FALSE(changed);
@@ -46,7 +47,7 @@ TEST(StableTopoSort, KeepsAValidOrderWithoutExtraDependencies) {
 }
 
 TEST(StableTopoSort, HonoursExtraDependenciesAndKeepsTiesInOrder) {
-  auto g = parse(kTwoChains);
+  auto g = parse_graph_text(kTwoChains);
   bool changed = false;
   // b after a_1: a_1 moves up; b_1 stays after b.
   EXPECT_EQ(passes::stable_topological_sort(*g, {{node(*g, "a_1"), node(*g, "b")}}, &changed), std::nullopt);
@@ -55,7 +56,7 @@ TEST(StableTopoSort, HonoursExtraDependenciesAndKeepsTiesInOrder) {
 }
 
 TEST(StableTopoSort, ACycleIsDescribedAndLeavesTheGraphUntouched) {
-  auto g = parse(kTwoChains);
+  auto g = parse_graph_text(kTwoChains);
   std::string text = g->print();
   auto cycle = passes::stable_topological_sort(*g, {{node(*g, "a_1"), node(*g, "a")}});
   ASSERT_TRUE(cycle.has_value());
@@ -64,7 +65,7 @@ TEST(StableTopoSort, ACycleIsDescribedAndLeavesTheGraphUntouched) {
 }
 
 TEST(StableTopoSort, NeverMovesANodeAcrossARandomDraw) {
-  auto g = parse(R"(graph(arg %x : f32[4, 4]):
+  auto g = parse_graph_text(R"(graph(arg %x : f32[4, 4]):
   %a : f32[4, 4] = aten::mm(%x, %x)
   %r : f32[4, 4] = aten::rand_like(%x, None, None, None, None, None)
   %b : f32[4, 4] = aten::relu(%x)
@@ -92,7 +93,7 @@ std::vector<check::PassRecord> run(const std::string& pipeline, ir::Graph& g) {
 }
 
 TEST(CapComputeBatchSize, OrdersEachChunkAfterItsRecordedReduceScatter) {
-  auto g = parse(kDeferredReduceScatter);
+  auto g = parse_graph_text(kDeferredReduceScatter);
   auto records = run("cap-compute-batch-size{max-consecutive=2}", *g);
   EXPECT_TRUE(records.back().changed);
   EXPECT_EQ(records.back().stats.at("capped_runs"), 1);
@@ -101,14 +102,14 @@ TEST(CapComputeBatchSize, OrdersEachChunkAfterItsRecordedReduceScatter) {
 }
 
 TEST(CapComputeBatchSize, WithoutARecordingKeepsTheCurrentOrder) {
-  auto g = parse(kTwoChains);
+  auto g = parse_graph_text(kTwoChains);
   auto records = run("cap-compute-batch-size{max-consecutive=1}", *g);
   EXPECT_FALSE(records.back().changed);
   EXPECT_EQ(records.back().guards_refused.at("no-recorded-order"), 1);
 }
 
 TEST(CapComputeBatchSize, ACycleLeavesTheGraphUntouchedAndIsReported) {
-  auto g = parse(mutants::kReversedRanks);
+  auto g = parse_graph_text(mutants::kReversedRanks);
   std::string text = g->print();
   auto records = run("cap-compute-batch-size{max-consecutive=1}", *g);
   EXPECT_FALSE(records.back().changed);
@@ -118,7 +119,7 @@ TEST(CapComputeBatchSize, ACycleLeavesTheGraphUntouchedAndIsReported) {
 }
 
 TEST(RecordComputeOrder, RecordsRankAndNearestReduceScatterOnce) {
-  auto g = parse(R"(mesh dp=2 rank 0
+  auto g = parse_graph_text(R"(mesh dp=2 rank 0
 graph(arg %x : f32[4, 4]):
   %mm : f32[4, 4] = aten::mm(%x, %x)
   %rs : f32[2, 4] = _c10d_functional::reduce_scatter_tensor(%mm, "sum", 2, "dp")
@@ -136,7 +137,7 @@ graph(arg %x : f32[4, 4]):
 }
 
 TEST(PrefetchFsdpAllGathers, MovesGathersToTheTopAndBucketsReduceScatters) {
-  auto g = parse(R"(mesh dp=2 rank 0
+  auto g = parse_graph_text(R"(mesh dp=2 rank 0
 graph(param %w : f32[2, 4] placed(S(0)), arg %x : f32[4, 4]):
   %mm : f32[4, 4] = aten::mm(%x, %x)
   %ag : f32[4, 4] = _c10d_functional::all_gather_into_tensor(%w, 2, "dp")

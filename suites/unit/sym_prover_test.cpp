@@ -15,7 +15,7 @@
 namespace passcheck::sym {
 namespace {
 
-Expr c(int64_t value) { return Expr::constant(value); }
+Expr num(int64_t value) { return Expr::constant(value); }
 
 Claim claim_that(const Expr& condition) {
   return Claim{"guard", "test", "%x", "the test's claim", condition};
@@ -109,7 +109,7 @@ TEST(SymProver, ADivisorThatCanBeZeroRefutesTheClaim) {
 }
 
 TEST(SymProver, ALiteralDivisionByZeroIsRefuted) {
-  const ClaimResult r = prove(claim_that(eq(floordiv(Expr::symbol("s0"), c(0)), c(0))), {kAnyS0});
+  const ClaimResult r = prove(claim_that(eq(floordiv(Expr::symbol("s0"), num(0)), num(0))), {kAnyS0});
   ASSERT_TRUE(has_verdict(r, Verdict::Refuted));
   EXPECT_EQ(r.reason, "division by zero: 0 is 0");
 }

@@ -67,7 +67,7 @@ class Chain {
   std::vector<const ir::Node*> nodes_;
 };
 
-Expr c(int64_t v) { return Expr::constant(v); }
+Expr lit(int64_t v) { return Expr::constant(v); }
 const Expr kN = Expr::symbol("s0");
 const sym::Symbol kSymbolN{"s0", 1, 4096, 4, 1};
 
@@ -87,10 +87,10 @@ void expect_square_trap_refuted(const sym::ClaimResult& r) {
 }
 
 TEST(ViewIndexMap, SquarePermuteReshapeViewIsRefutedForAConcreteN) {
-  Chain chain({c(4), c(4)});
-  chain.then("aten::permute", {ints({1, 0})}, {c(4), c(4)})
-      .then("aten::reshape", {ints({16})}, {c(16)})
-      .then("aten::view", {ints({4, 4})}, {c(4), c(4)});
+  Chain chain({lit(4), lit(4)});
+  chain.then("aten::permute", {ints({1, 0})}, {lit(4), lit(4)})
+      .then("aten::reshape", {ints({16})}, {lit(16)})
+      .then("aten::view", {ints({4, 4})}, {lit(4), lit(4)});
   expect_square_trap_refuted(chain.prove());
 }
 
@@ -105,30 +105,30 @@ TEST(ViewIndexMap, SquarePermuteReshapeViewIsRefutedForEverySymbolicN) {
 }
 
 TEST(ViewIndexMap, PermuteTwiceIsProved) {
-  Chain concrete({c(8), c(6)});
-  concrete.then("aten::permute", {ints({1, 0})}, {c(6), c(8)}).then("aten::permute", {ints({1, 0})}, {c(8), c(6)});
+  Chain concrete({lit(8), lit(6)});
+  concrete.then("aten::permute", {ints({1, 0})}, {lit(6), lit(8)}).then("aten::permute", {ints({1, 0})}, {lit(8), lit(6)});
   EXPECT_EQ(concrete.prove().verdict, Verdict::Proved);
-  Chain symbolic({kN, c(6)}, {kSymbolN});
-  symbolic.then("aten::permute", {ints({1, 0})}, {c(6), kN}).then("aten::permute", {ints({1, 0})}, {kN, c(6)});
+  Chain symbolic({kN, lit(6)}, {kSymbolN});
+  symbolic.then("aten::permute", {ints({1, 0})}, {lit(6), kN}).then("aten::permute", {ints({1, 0})}, {kN, lit(6)});
   EXPECT_EQ(symbolic.prove().verdict, Verdict::Proved);
 }
 
 TEST(ViewIndexMap, PermuteThenTrivialPermuteIsRefuted) {
   // Bug 7's chain: [1, 0] then [0, 1] transposes; on a square tensor the shapes even agree.
-  Chain chain({c(4), c(4)});
-  chain.then("aten::permute", {ints({1, 0})}, {c(4), c(4)}).then("aten::permute", {ints({0, 1})}, {c(4), c(4)});
+  Chain chain({lit(4), lit(4)});
+  chain.then("aten::permute", {ints({1, 0})}, {lit(4), lit(4)}).then("aten::permute", {ints({0, 1})}, {lit(4), lit(4)});
   expect_square_trap_refuted(chain.prove());
 }
 
 TEST(ViewIndexMap, TransposeThenTIsProved) {
-  Chain chain({kN, c(3)}, {kSymbolN});
-  chain.then("aten::transpose.int", {ir::Arg::integer(0), ir::Arg::integer(1)}, {c(3), kN}).then("aten::t", {}, {kN, c(3)});
+  Chain chain({kN, lit(3)}, {kSymbolN});
+  chain.then("aten::transpose.int", {ir::Arg::integer(0), ir::Arg::integer(1)}, {lit(3), kN}).then("aten::t", {}, {kN, lit(3)});
   EXPECT_EQ(chain.prove().verdict, Verdict::Proved);
 }
 
 TEST(ViewIndexMap, FlattenAndViewBackIsProved) {
-  Chain concrete({c(6), c(5)});
-  concrete.then("aten::view", {ints({30})}, {c(30)}).then("aten::view", {ints({6, 5})}, {c(6), c(5)});
+  Chain concrete({lit(6), lit(5)});
+  concrete.then("aten::view", {ints({30})}, {lit(30)}).then("aten::view", {ints({6, 5})}, {lit(6), lit(5)});
   EXPECT_EQ(concrete.prove().verdict, Verdict::Proved);
   const Expr m = Expr::symbol("s1");
   Chain symbolic({kN, m}, {kSymbolN, {"s1", 1, 512, 3, 1}});
@@ -139,35 +139,35 @@ TEST(ViewIndexMap, FlattenAndViewBackIsProved) {
 TEST(ViewIndexMap, ReshapeThroughAnotherShapeIsProvedByZ3) {
   // [6, 5] -> [5, 6] -> [30] -> [6, 5]: the middle shape leaves floordiv/mod terms that
   // only Z3 (not the canonical form) reduces to the identity.
-  Chain chain({c(6), c(5)});
-  chain.then("aten::reshape", {ints({5, 6})}, {c(5), c(6)})
-      .then("aten::reshape", {ints({30})}, {c(30)})
-      .then("aten::view", {ints({6, 5})}, {c(6), c(5)});
+  Chain chain({lit(6), lit(5)});
+  chain.then("aten::reshape", {ints({5, 6})}, {lit(5), lit(6)})
+      .then("aten::reshape", {ints({30})}, {lit(30)})
+      .then("aten::view", {ints({6, 5})}, {lit(6), lit(5)});
   const sym::ClaimResult r = chain.prove();
   EXPECT_EQ(r.verdict, Verdict::Proved) << r.format();
   EXPECT_NE(r.claim.condition.to_string().find("mod("), std::string::npos) << r.claim.condition.to_string();
 }
 
 TEST(ViewIndexMap, UnsqueezeThenSqueezeIsProved) {
-  Chain chain({kN, c(2)}, {kSymbolN});
-  chain.then("aten::unsqueeze", {ir::Arg::integer(1)}, {kN, c(1), c(2)}).then("aten::squeeze.dim", {ir::Arg::integer(1)}, {kN, c(2)});
+  Chain chain({kN, lit(2)}, {kSymbolN});
+  chain.then("aten::unsqueeze", {ir::Arg::integer(1)}, {kN, lit(1), lit(2)}).then("aten::squeeze.dim", {ir::Arg::integer(1)}, {kN, lit(2)});
   EXPECT_EQ(chain.prove().verdict, Verdict::Proved);
 }
 
 TEST(ViewIndexMap, ReshapeToAnotherShapeIsRefutedOnTheShape) {
-  Chain chain({c(4), c(6)});
-  chain.then("aten::reshape", {ints({6, 4})}, {c(6), c(4)});
+  Chain chain({lit(4), lit(6)});
+  chain.then("aten::reshape", {ints({6, 4})}, {lit(6), lit(4)});
   EXPECT_EQ(chain.prove().verdict, Verdict::Refuted);
 }
 
 TEST(ViewIndexMap, ExpandOfAUnitDimReadsIndexZero) {
-  Chain chain({c(1), c(3)});
-  chain.then("aten::expand", {ints({4, 3})}, {c(4), c(3)});
+  Chain chain({lit(1), lit(3)});
+  chain.then("aten::expand", {ints({4, 3})}, {lit(4), lit(3)});
   // Not the identity (the shapes differ), but the map itself reads row 0 for every row.
   EXPECT_EQ(chain.prove().verdict, Verdict::Refuted);
   auto map = chain.map();
   ASSERT_TRUE(map);
-  EXPECT_EQ(map->source_coordinates.at(0), c(0));
+  EXPECT_EQ(map->source_coordinates.at(0), lit(0));
   EXPECT_EQ(map->source_coordinates.at(1), Expr::symbol("i1"));
 }
 
@@ -195,14 +195,14 @@ TEST(ViewIndexMap, RealReordersAreRecognized) {
 TEST(IndexedClaims, ProverQuantifiesOverIndicesInTheirRanges) {
   sym::Claim claim{"guard", "test", "%x", "every index is below 3"};
   claim.indices = {{"i0", Expr::symbol("s0")}};
-  claim.condition = sym::lt(Expr::symbol("i0"), c(3));
+  claim.condition = sym::lt(Expr::symbol("i0"), lit(3));
   EXPECT_EQ(sym::prove(claim, {{"s0", 1, 3, 3, 1}}).verdict, Verdict::Proved);
   const sym::ClaimResult r = sym::prove(claim, {{"s0", 1, 5, 3, 1}});
   ASSERT_EQ(r.verdict, Verdict::Refuted) << r.format();
   EXPECT_EQ(r.counterexample.at("i0"), 3);
   EXPECT_GE(r.counterexample.at("s0"), 4);
   // An index may not shadow a declared symbol.
-  claim.indices = {{"s0", c(4)}};
+  claim.indices = {{"s0", lit(4)}};
   EXPECT_EQ(sym::prove(claim, {{"s0", 1, 5, 3, 1}}).verdict, Verdict::Unknown);
 }
 

@@ -224,7 +224,9 @@ void BuildGraph::read_dependencies() {
     if (file.empty() || object.empty()) continue;
     object_reads_[object].insert(file);
     file_readers_[file].insert(object);
-    if (!object_source_.count(object) && is_source(file)) object_source_[object] = file;
+    // The sources read are the ones compiled: no source of the tree includes another, so
+    // a unity batch's object reads exactly its batch.
+    if (is_source(file)) object_sources_[object].insert(file);
   }
 }
 
@@ -337,7 +339,8 @@ Selection BuildGraph::select(const std::vector<std::string>& changed, const std:
     std::string object;                 ///< GoogleTest: its source's object
   };
   std::map<std::string, std::string> object_of_source;
-  for (const auto& [object, source] : object_source_) object_of_source[source] = object;
+  for (const auto& [object, sources] : object_sources_)
+    for (const std::string& source : sources) object_of_source[source] = object;
   struct SourceFacts {
     std::set<std::string> includes, literals;
     bool runs_cli = false;
@@ -433,7 +436,9 @@ Selection BuildGraph::select(const std::vector<std::string>& changed, const std:
           if (executables.count(exe)) select_test(i, Tier::Links, "it runs " + exe + ", which links code reading " + file);
       for (const auto& [family, dir] : family_dirs)
         for (const std::string& o : objects)
-          if (object_source_.count(o) && starts_with(object_source_.at(o), dir)) families.insert(family);
+          if (object_sources_.count(o))
+            for (const std::string& source : object_sources_.at(o))
+              if (starts_with(source, dir)) families.insert(family);
     }
     const std::string name = path.filename().string();
     if (name == "CMakeLists.txt" || path.extension() == ".cmake") {

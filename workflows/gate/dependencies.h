@@ -76,7 +76,9 @@ class BuildGraph {
   std::string build_dir_, source_dir_;
   std::map<std::string, std::set<std::string>> object_reads_;   ///< object -> files it read
   std::map<std::string, std::set<std::string>> file_readers_;   ///< file -> objects reading it
-  std::map<std::string, std::string> object_source_;            ///< object -> the source it compiles
+  /// object -> the sources it compiles: one, or a unity batch's (the build compiles a few
+  /// sources of one directory as one translation unit)
+  std::map<std::string, std::set<std::string>> object_sources_;
   mutable std::map<std::string, std::set<std::string>> executable_objects_;  ///< cache of linked_inputs
   std::vector<BuildTest> tests_;
 };
