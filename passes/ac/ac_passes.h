@@ -43,6 +43,10 @@ class MutationIndex;
 /// The same with the graph's mutation index already built (the index depends on the
 /// graph's nodes and arguments only, not on their tags).
 int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions& d, const MutationIndex& mutations);
+/// The same over `candidates` already found: the forward nodes, in graph order, that
+/// write in place or may read a storage written after them (MutationIndex::read_facts).
+int64_t save_in_place_writes_to_saved_storage(check::Decisions& d, const MutationIndex& mutations,
+                                              const std::vector<ir::Node*>& candidates);
 
 /// A node that must run exactly once, in the forward: side effects other than writing a
 /// fresh value (generator-state ops, prints), or an in-place write whose target is (a
@@ -64,6 +68,14 @@ class MutationIndex {
   /// no retagging can change (false here: reads_value_written_later is false whatever
   /// the tags).
   bool may_read_value_written_later(const ir::Node& node) const;
+
+  /// Both answers from one walk of the operands to their storage roots (a pass asking
+  /// both for every node walks each operand once).
+  struct ReadFacts {
+    bool may_read_value_written_later = false;
+    bool reads_value_written_later = false;
+  };
+  ReadFacts read_facts(const ir::Node& node) const;
 
  private:
   std::unordered_map<const ir::Value*, std::vector<const ir::Node*>> writers_;

@@ -71,32 +71,37 @@ MutationIndex::MutationIndex(const ir::Graph& graph) {
   }
 }
 
-bool MutationIndex::reads_value_written_later(const ir::Node& node) const {
-  if (writers_.empty()) return false;  // nothing is written in place
+MutationIndex::ReadFacts MutationIndex::read_facts(const ir::Node& node) const {
+  ReadFacts facts;
+  if (writers_.empty()) return facts;  // nothing is written in place
   for (size_t slot = 0; slot < node.num_operands(); ++slot) {
-    const ir::Value* v = node.operand(slot);
-    const ir::Value* root = storage_root(v);
+    const ir::Value* root = storage_root(node.operand(slot));
     auto it = writers_.find(root);
     if (it == writers_.end()) continue;
+    bool written_later = false;
+    for (const ir::Node* writer : it->second)
+      if (writer != &node && node.is_before(writer)) {
+        written_later = true;
+        break;
+      }
+    if (!written_later) continue;
+    facts.may_read_value_written_later = true;
     // A storage that a recomputation would create afresh (a recomputable producer) is
     // safe: only storages that survive (inputs, saved values) carry the later write.
     const ir::Node* creator = root->producer();
     if (creator && ir::is_recomputable(creator->meta().recompute) && !must_stay_in_forward(*creator)) continue;
-    for (const ir::Node* writer : it->second)
-      if (writer != &node && node.is_before(writer)) return true;
+    facts.reads_value_written_later = true;
+    break;
   }
-  return false;
+  return facts;
+}
+
+bool MutationIndex::reads_value_written_later(const ir::Node& node) const {
+  return read_facts(node).reads_value_written_later;
 }
 
 bool MutationIndex::may_read_value_written_later(const ir::Node& node) const {
-  if (writers_.empty()) return false;
-  for (size_t slot = 0; slot < node.num_operands(); ++slot) {
-    auto it = writers_.find(storage_root(node.operand(slot)));
-    if (it == writers_.end()) continue;
-    for (const ir::Node* writer : it->second)
-      if (writer != &node && node.is_before(writer)) return true;
-  }
-  return false;
+  return read_facts(node).may_read_value_written_later;
 }
 
 bool writes_saved_storage(const ir::Node& node) {
@@ -133,18 +138,23 @@ int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions
 }
 
 int64_t save_in_place_writes_to_saved_storage(ir::Graph& graph, check::Decisions& d, const MutationIndex& mutations) {
-  // Saving a node can make another unsafe to recompute (an in-place write into it, or a
-  // read of it before a later in-place write): repeat to a fixpoint.
-  int64_t saved = 0;
-  const bool widened = d.widened(kSaveInPlaceWrite);
   // Only a forward node that writes in place, or reads a storage written after it, can
-  // ever be unsafe (each guard below needs one of the two, and neither depends on the
-  // tags): the rounds walk those, in graph order, instead of the whole graph.
+  // ever be unsafe (each guard of the fixpoint needs one of the two, and neither depends
+  // on the tags): the rounds walk those, in graph order, instead of the whole graph.
   std::vector<ir::Node*> candidates;
   for (ir::Node* n : graph.nodes())
     if (n->meta().phase != ir::Phase::Backward &&
         (exec::is_mutating(*n) || mutations.may_read_value_written_later(*n)))
       candidates.push_back(n);
+  return save_in_place_writes_to_saved_storage(d, mutations, candidates);
+}
+
+int64_t save_in_place_writes_to_saved_storage(check::Decisions& d, const MutationIndex& mutations,
+                                              const std::vector<ir::Node*>& candidates) {
+  // Saving a node can make another unsafe to recompute (an in-place write into it, or a
+  // read of it before a later in-place write): repeat to a fixpoint.
+  int64_t saved = 0;
+  const bool widened = d.widened(kSaveInPlaceWrite);
   for (bool changed = true; changed;) {
     changed = false;
     for (ir::Node* n : candidates) {
@@ -216,10 +226,14 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
   MutationIndex mutations(graph);
   const bool widened_policy = d.widened(kPolicyPreferRecompute);
   int64_t tagged = 0, copied_wait_tags = 0, policy_fired[3] = {0, 0, 0};
+  // The forward nodes the in-place fixpoint must look at, found in the same walk.
+  std::vector<ir::Node*> in_place_candidates;
   for (ir::Node* n : graph.nodes()) {
     const ir::NodeMeta& meta = n->meta();
     before.push_back(meta.recompute);
     if (meta.phase == ir::Phase::Backward) continue;
+    const MutationIndex::ReadFacts reads = mutations.read_facts(*n);
+    if (reads.may_read_value_written_later || exec::is_mutating(*n)) in_place_candidates.push_back(n);
     bool skip = false;
     for (const auto& prefix : skipped) skip |= has_prefix_component(meta.module_fqn, prefix);
     if (d.refuse(kSkippedModule, skip)) continue;
@@ -232,7 +246,7 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
       forced = it != meta.custom.end() && it->second == "1";
     }
     if (d.refuse(kForcedSave, forced) || d.refuse(kMustStayInForward, must_stay_in_forward(*n)) ||
-        d.refuse(kReadsValueWrittenLater, mutations.reads_value_written_later(*n))) {
+        d.refuse(kReadsValueWrittenLater, reads.reads_value_written_later)) {
       decision = ir::RecomputePolicy::MustSave;
     } else if (const std::string_view base = op_base_of(*n);
                base == "wait_tensor" && n->num_operands() > 0 && n->operand(0)->producer()) {
@@ -257,7 +271,7 @@ check::PassResult sac_tag_pass(ir::Graph& graph, const check::PassOptions& optio
   d.fire(kPolicyPreferRecompute, policy_fired[2]);
   result.stats["tagged_nodes"] = tagged;
   result.stats["layer_boundary_saves"] = save_layer_boundaries(graph, d);
-  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(graph, d, mutations);
+  result.stats["in_place_saves"] = save_in_place_writes_to_saved_storage(d, mutations, in_place_candidates);
   int64_t recomputable = 0;
   bool changed = false;
   size_t i = 0;
