@@ -19,18 +19,16 @@ struct TextValue {
   std::string dtype = "f32";
 };
 
-std::vector<int64_t> row_major(const std::vector<int64_t>& sizes) { return ir::TensorMeta::contiguous_strides(sizes); }
-
 std::string type_of(const TextValue& v) {
   std::string out = v.dtype + ir::format_int_list(v.sizes);
-  if (v.strides != row_major(v.sizes)) {
+  if (v.strides != ir::TensorMeta::contiguous_strides(v.sizes)) {
     const std::string strides = ir::format_int_list(v.strides);
     out += "{" + strides.substr(1, strides.size() - 2) + "}";
   }
   return out;
 }
 
-bool is_contiguous(const TextValue& v) { return v.strides == row_major(v.sizes); }
+bool is_contiguous(const TextValue& v) { return v.strides == ir::TensorMeta::contiguous_strides(v.sizes); }
 
 // Accumulates node lines and names values uniquely.
 class AliasGraphBuilder {
@@ -66,7 +64,8 @@ TextValue chain_op(AliasGraphBuilder& b, const TextValue& v, int kind) {
       if (is_contiguous(v)) {
         TextValue flat = b.node("view", {v.sizes[0] * v.sizes[1]}, {1}, v.dtype,
                                 "aten::view(" + in + ", [" + std::to_string(v.sizes[0] * v.sizes[1]) + "])");
-        return b.node("view", v.sizes, v.strides, v.dtype, "aten::view(%" + flat.name + ", " + ir::format_int_list(v.sizes) + ")");
+        return b.node("view", v.sizes, v.strides, v.dtype,
+                      "aten::view(%" + flat.name + ", " + ir::format_int_list(v.sizes) + ")");
       }
       [[fallthrough]];
     case 3:
@@ -96,7 +95,8 @@ std::string fsdp_graph(int dp, int rank, int params, const std::vector<std::vect
   auto add_input = [&](const std::string& text) { inputs += (inputs.empty() ? "\n    " : ",\n    ") + text; };
   for (int p = 0; p < params; ++p) {
     const int64_t rows = 4 * dp, cols = 8;
-    TextValue shard{"w" + std::to_string(p), {rows / dp, cols}, row_major({rows / dp, cols}), "f32"};
+    TextValue shard{"w" + std::to_string(p), {rows / dp, cols}, ir::TensorMeta::contiguous_strides({rows / dp, cols}),
+                    "f32"};
     add_input("param %" + shard.name + " : " + type_of(shard) + " placed(S(0))");
     TextValue gathered_from = shard;
     if (computed[p]) {
@@ -109,7 +109,7 @@ std::string fsdp_graph(int dp, int rank, int params, const std::vector<std::vect
                                     "aten::_to_copy(%" + shard.name + ", torch.bfloat16, None, None, None, False, None)",
                                     "bf16");
     }
-    TextValue ag = b.node("ag", {rows, cols}, row_major({rows, cols}), gathered_from.dtype,
+    TextValue ag = b.node("ag", {rows, cols}, ir::TensorMeta::contiguous_strides({rows, cols}), gathered_from.dtype,
                           "_c10d_functional::all_gather_into_tensor(%" + gathered_from.name + ", " + std::to_string(dp) +
                               ", \"dp\")");
     TextValue v = b.elementwise("wait", ag, "_c10d_functional::wait_tensor(%" + ag.name + ")");

@@ -8,6 +8,7 @@
 #include "framework/check/ac_policy.h"
 #include "framework/exec/op_properties.h"
 #include "passes/ac/ac_passes.h"
+#include "passes/ac/guard_names.h"
 
 #include <cctype>
 #include <string_view>
@@ -50,8 +51,6 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
   check::Decisions d(result, options);
   check::AcPolicy op_policy(check::AcPolicyKind::Op);
   MutationIndex mutations(graph);
-  const std::string kMustStayInForward = "must-stay-in-forward";
-  const std::string kReadsValueWrittenLater = "reads-value-written-later";
   const std::string kRandomOp = "random-op";
   const std::string kPerOpPolicy = "per-op-policy";
   const std::string kCheckpointLayer = "checkpoint-layer";
@@ -64,8 +63,8 @@ check::PassResult apply_ac_pass(ir::Graph& graph, const check::PassOptions& opti
     std::optional<int64_t> layer = meta.ac_region_id ? meta.ac_region_id : check::layer_of(meta.module_fqn);
     if (!layer) continue;  // only transformer blocks are checkpointed
     ir::RecomputePolicy decision;
-    if (d.refuse(kMustStayInForward, must_stay_in_forward(*n)) ||
-        d.refuse(kReadsValueWrittenLater, mutations.reads_value_written_later(*n))) {
+    if (d.refuse(ac_guards::kMustStayInForward, must_stay_in_forward(*n)) ||
+        d.refuse(ac_guards::kReadsValueWrittenLater, mutations.reads_value_written_later(*n))) {
       decision = ir::RecomputePolicy::MustSave;
     } else if (per_op) {
       decision = op_policy.decide(op_base_of(*n), meta.module_fqn, layer, exec::is_random(*n));
