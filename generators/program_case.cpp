@@ -17,9 +17,29 @@ namespace passcheck::gen {
 
 namespace {
 
-GeneratedCase case_of_spec(const ProgramSpec& spec, uint64_t seed) {
-  auto subject = make_program_subject(spec, seed, c10::Device(c10::DeviceType::CPU));
-  trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
+// The program's joint graph on the CPU. On meta tensors the step records the same graph
+// (the vocabulary has no operation whose output shape depends on data; a conformance
+// test compares both traces over thousands of seeds) without computing anything or
+// initializing parameters, which was a third of the time to make a case. An operation
+// without a meta kernel makes the meta trace throw: that program is traced on the CPU.
+trace::TracedProgram trace_program(const ProgramSpec& spec, uint64_t seed, TraceOn on) {
+  const c10::Device cpu(c10::DeviceType::CPU), meta(c10::DeviceType::Meta);
+  if (on == TraceOn::Meta) {
+    try {
+      auto subject = make_program_subject(spec, seed, meta);
+      trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
+      ir::retarget_device(program.mutable_graph(), meta, cpu);
+      return program;
+    } catch (const c10::Error&) {
+      // no meta kernel for one of its operations: trace it on the CPU below
+    }
+  }
+  auto subject = make_program_subject(spec, seed, cpu);
+  return oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
+}
+
+GeneratedCase case_of_spec(const ProgramSpec& spec, uint64_t seed, TraceOn on) {
+  trace::TracedProgram program = trace_program(spec, seed, on);
   GeneratedCase c;
   c.graph = program.shared_graph();
   c.input_seed = seed ^ 0x9e3779b97f4a7c15ULL;
@@ -30,13 +50,13 @@ GeneratedCase case_of_spec(const ProgramSpec& spec, uint64_t seed) {
 
 }  // namespace
 
-GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options) {
+GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options, TraceOn on) {
   // Sizes cycle through RapidCheck's range so that small and large programs both occur.
   int size = static_cast<int>(seed % 101);
-  return case_of_spec(program_for_seed(seed, options, size), seed);
+  return case_of_spec(program_for_seed(seed, options, size), seed, on);
 }
 
-GeneratedCase generate_repeated_layer_case(uint64_t seed, int copies) {
+GeneratedCase generate_repeated_layer_case(uint64_t seed, int copies, TraceOn on) {
   ProgramSpec spec = program_for_seed(seed, ac_coverage_options(), static_cast<int>(seed % 101));
   // Every width-changing op of the first layer keeps the input width, so the layer maps
   // in_dim to in_dim and its copies chain.
@@ -44,7 +64,7 @@ GeneratedCase generate_repeated_layer_case(uint64_t seed, int copies) {
   for (OpSpec& op : layer.ops)
     if (changes_width(op.kind)) op.out = spec.in_dim;
   spec.layers.assign(static_cast<size_t>(copies), layer);
-  return case_of_spec(spec, seed);
+  return case_of_spec(spec, seed, on);
 }
 
 void tag_randomly(ir::Graph& graph, uint64_t seed) {

@@ -52,11 +52,17 @@ struct GeneratedCase {
   std::string description;           ///< the program in one readable line per layer
 };
 
+/// How a case's program is traced into its graph: on meta tensors, then moved to the CPU
+/// (the default: no arithmetic, no parameter initialization), or by running the step on
+/// CPU tensors. Both give the same graph text; TraceOn::Cpu is the reference the
+/// conformance suite compares the default with.
+enum class TraceOn { Meta, Cpu };
+
 /// The case for `seed`: the same seed always gives the same case.
-GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options = {});
+GeneratedCase generate_case(uint64_t seed, const ProgramGenOptions& options = {}, TraceOn on = TraceOn::Meta);
 /// A decision-coverage program whose first layer runs `copies` times (same operations,
 /// own parameters): identical layer bodies, for the layer deduplication passes.
-GeneratedCase generate_repeated_layer_case(uint64_t seed, int copies = 3);
+GeneratedCase generate_repeated_layer_case(uint64_t seed, int copies = 3, TraceOn on = TraceOn::Meta);
 
 /// Tags every forward node of `graph` with a recompute policy drawn from `seed`, unsafe
 /// choices included (a buffer update or a random op tagged recomputable), as a user or

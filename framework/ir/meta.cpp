@@ -32,7 +32,18 @@ std::vector<int64_t> TensorMeta::contiguous_strides(const std::vector<int64_t>& 
   return strides;
 }
 
-bool TensorMeta::is_contiguous() const { return strides == contiguous_strides(sizes); }
+// Compared stride by stride: the printer and the graph hash ask this of every tensor, and
+// building the row-major strides to compare with cost an allocation each time.
+bool TensorMeta::is_contiguous() const {
+  bool same = strides.size() == sizes.size();
+  int64_t running = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    same = same && strides[i] == running;
+    if (__builtin_mul_overflow(running, std::max<int64_t>(sizes[i], 1), &running))
+      throw std::overflow_error("contiguous strides overflow int64");
+  }
+  return same;
+}
 
 sym::Expr TensorMeta::size_expr(size_t d) const {
   return sym_sizes.empty() ? sym::Expr::constant(sizes.at(d)) : sym_sizes.at(d);

@@ -189,6 +189,27 @@ TEST(ProgramProperties, GeneratedCasesCoverTheVocabulary) {
   EXPECT_TRUE(cross_entropy) << all;
 }
 
+// Cases are traced on meta tensors and moved to the CPU (gen::TraceOn::Meta): that must
+// record exactly the graph a real CPU run of the step records, for every kind of program
+// the fuzzer and the suites draw.
+TEST(ProgramProperties, MetaTraceEqualsCpuTrace) {
+  const std::pair<const char*, gen::ProgramGenOptions> families[] = {
+      {"plain", gen::ProgramGenOptions{}},
+      {"decision coverage", gen::ac_coverage_options()},
+      {"chunkable", gen::chunkable_options()},
+  };
+  for (const auto& [family, options] : families)
+    for (uint64_t seed = 0; seed < 250; ++seed) {
+      const std::string cpu = gen::generate_case(seed, options, gen::TraceOn::Cpu).graph->print();
+      ASSERT_EQ(gen::generate_case(seed, options, gen::TraceOn::Meta).graph->print(), cpu)
+          << family << " program of seed " << seed;
+    }
+  for (uint64_t seed = 0; seed < 50; ++seed)
+    ASSERT_EQ(gen::generate_repeated_layer_case(seed, 3, gen::TraceOn::Meta).graph->print(),
+              gen::generate_repeated_layer_case(seed, 3, gen::TraceOn::Cpu).graph->print())
+        << "repeated-layer program of seed " << seed;
+}
+
 TEST(ProgramProperties, GenerateCaseIsDeterministic) {
   const gen::GeneratedCase a = gen::generate_case(42), b = gen::generate_case(42);
   EXPECT_EQ(a.graph->print(), b.graph->print());

@@ -317,6 +317,46 @@ TEST(PipelineRun, CatchesAPassThatHidesAChange) {
   EXPECT_EQ(message, "failed after under-test: reported no change but the graph changed");
 }
 
+// The gate skips the hash only when the change log is empty: a pass that asks for a
+// node's metadata for writing and leaves it as it was is hashed, and found unchanged.
+TEST(PipelineRun, AcceptsAPassThatTouchesANodeWithoutChangingIt) {
+  auto g = small_graph();
+  auto records = run_one(*g, [](Graph& g, const PassOptions&) {
+    g.first_node()->mutable_meta();
+    return PassResult::unchanged();
+  });
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_FALSE(records[0].changed);
+}
+
+// A change inside a subgraph body lands in the body's log, not the top graph's: the gate
+// must read both before it trusts an empty log (the bodies' logs are emptied first, so
+// only this pass's change is in them).
+TEST(PipelineRun, CatchesAPassThatHidesAChangeInASubgraph) {
+  auto g = ir::parse_graph(R"(subgraph body(
+    arg %a : f32[2]):
+  %n : f32[2] = aten::neg(%a)
+  return (%n)
+graph(
+    arg %x : f32[2]):
+  %y : f32[2] = passcheck::invoke_subgraph("body", [%x])
+  return (%y)
+)",
+                           "nested.graph");
+  g->clear_changes();
+  for (const auto& entry : g->subgraphs()) entry.second->clear_changes();
+  PassRegistry r;
+  PassInfo info = plain_info("under-test");
+  info.handles_subgraphs = true;
+  r.add(info, [](Graph& g, const PassOptions&) {
+    Graph* body = g.find_subgraph("body");
+    body->rename(body->first_node()->output(), "renamed");
+    return PassResult::unchanged();
+  });
+  std::string message = error_of<PassFailure>([&] { Pipeline::parse("under-test", r).run(*g); });
+  EXPECT_EQ(message, "failed after under-test: reported no change but the graph changed");
+}
+
 TEST(PipelineRun, CatchesAPassThatClaimsAChangeItDidNotMake) {
   auto g = small_graph();
   try {
