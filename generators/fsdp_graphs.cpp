@@ -19,16 +19,16 @@ struct TextValue {
   std::string dtype = "f32";
 };
 
+bool is_contiguous(const TextValue& v) { return v.strides == ir::TensorMeta::contiguous_strides(v.sizes); }
+
 std::string type_of(const TextValue& v) {
   std::string out = v.dtype + ir::format_int_list(v.sizes);
-  if (v.strides != ir::TensorMeta::contiguous_strides(v.sizes)) {
+  if (!is_contiguous(v)) {
     const std::string strides = ir::format_int_list(v.strides);
     out += "{" + strides.substr(1, strides.size() - 2) + "}";
   }
   return out;
 }
-
-bool is_contiguous(const TextValue& v) { return v.strides == ir::TensorMeta::contiguous_strides(v.sizes); }
 
 // Accumulates node lines and names values uniquely.
 class AliasGraphBuilder {

@@ -18,10 +18,11 @@ namespace passcheck::gen {
 namespace {
 
 // The program's joint graph on the CPU. On meta tensors the step records the same graph
-// (the vocabulary has no operation whose output shape depends on data; a conformance
-// test compares both traces over thousands of seeds) without computing anything or
-// initializing parameters, which was a third of the time to make a case. An operation
-// without a meta kernel makes the meta trace throw: that program is traced on the CPU.
+// (the vocabulary has no operation whose output shape depends on data;
+// ProgramProperties.MetaTraceEqualsCpuTrace compares both traces) without computing
+// anything or initializing parameters, which was a third of the time to make a case. A
+// meta trace that throws (an operation without a meta kernel) is redone on the CPU, which
+// reports any error that is not about meta tensors.
 trace::TracedProgram trace_program(const ProgramSpec& spec, uint64_t seed, TraceOn on) {
   const c10::Device cpu(c10::DeviceType::CPU), meta(c10::DeviceType::Meta);
   if (on == TraceOn::Meta) {
@@ -30,8 +31,8 @@ trace::TracedProgram trace_program(const ProgramSpec& spec, uint64_t seed, Trace
       trace::TracedProgram program = oracles::trace_subject(*subject, subject->batch(0), /*on_meta=*/false);
       ir::retarget_device(program.mutable_graph(), meta, cpu);
       return program;
-    } catch (const c10::Error&) {
-      // no meta kernel for one of its operations: trace it on the CPU below
+    } catch (const std::exception&) {
+      // traced on the CPU below
     }
   }
   auto subject = make_program_subject(spec, seed, cpu);

@@ -21,14 +21,23 @@ int64_t TensorMeta::nbytes() const {
   return bytes;
 }
 
-std::vector<int64_t> TensorMeta::contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size());
+namespace {
+// Calls visit(d, stride) for each dim d from the last to the first with the row-major
+// stride of `sizes` there; throws when a stride overflows int64.
+template <class Visit>
+void visit_row_major_strides(const std::vector<int64_t>& sizes, Visit&& visit) {
   int64_t running = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = running;
+    visit(i, running);
     if (__builtin_mul_overflow(running, std::max<int64_t>(sizes[i], 1), &running))
       throw std::overflow_error("contiguous strides overflow int64");
   }
+}
+}  // namespace
+
+std::vector<int64_t> TensorMeta::contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  visit_row_major_strides(sizes, [&](size_t d, int64_t stride) { strides[d] = stride; });
   return strides;
 }
 
@@ -36,12 +45,7 @@ std::vector<int64_t> TensorMeta::contiguous_strides(const std::vector<int64_t>& 
 // building the row-major strides to compare with cost an allocation each time.
 bool TensorMeta::is_contiguous() const {
   bool same = strides.size() == sizes.size();
-  int64_t running = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    same = same && strides[i] == running;
-    if (__builtin_mul_overflow(running, std::max<int64_t>(sizes[i], 1), &running))
-      throw std::overflow_error("contiguous strides overflow int64");
-  }
+  visit_row_major_strides(sizes, [&](size_t d, int64_t stride) { same = same && strides[d] == stride; });
   return same;
 }
 
