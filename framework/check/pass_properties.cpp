@@ -42,8 +42,16 @@ std::vector<c10::IValue> run_graph(const ir::Graph& g, const std::vector<c10::IV
 struct Rewritten {
   std::unique_ptr<ir::Graph> graph;
   std::optional<ir::Module> module;
+  // The graph's hash as the last run's gate left it: the next run (an idempotence rerun)
+  // starts from it instead of hashing the graph again. Only runs change the graph.
+  std::optional<uint64_t> hash;
 
-  std::vector<PassRecord> run(const Pipeline& pipeline) { return module ? pipeline.run(*module) : pipeline.run(*graph); }
+  std::vector<PassRecord> run(const Pipeline& pipeline) {
+    if (module) return pipeline.run(*module);
+    PipelineOptions options;
+    options.graph_hash = &hash;
+    return pipeline.run(*graph, options);
+  }
   std::string print() const { return module ? module->print() : graph->print(); }
   std::string reprint(const std::string& text) const {
     return module ? ir::parse_module(text, "<result>").print() : ir::parse_graph(text, "<result>")->print();

@@ -400,11 +400,16 @@ std::vector<PassRecord> Pipeline::run(ir::Graph& graph, const PipelineOptions& o
                             "' splits the graph into a module of several graphs; run the pipeline on a module");
   std::vector<PassRecord> records;
   std::optional<uint64_t> hash;  // of the graph as the last gate left it
+  if (options.graph_hash) {
+    hash = *options.graph_hash;
+    options.graph_hash->reset();  // unknown until this run returns normally
+  }
   for (const PassInvocation& inv : passes_) {
     const RegisteredPass& pass = registry_->get(inv.name);
     PassOptions pass_options(pass.info, inv.options);
     records.push_back(run_graph_pass(pass, pass_options, label(inv, pass_options), graph, options, &hash));
   }
+  if (options.graph_hash) *options.graph_hash = hash;
   return records;
 }
 

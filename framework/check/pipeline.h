@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -98,6 +99,11 @@ struct PipelineOptions {
   /// by default; an unknown verdict is left to the pass, which decided whether to rely
   /// on it). Plain claims are guards on the symbols that concretize checks at the hints.
   bool prove_new_claims = true;
+  /// The graph's hash carried between runs (run(ir::Graph&) only; null: not carried). On
+  /// entry, when set, the hash of the graph as it is (the first pass's gate then skips
+  /// hashing it); on a normal return, the hash as the last gate left it (unset when the
+  /// gate did not hash). A caller that changes the graph between runs must reset it.
+  std::optional<uint64_t>* graph_hash = nullptr;
 };
 
 class Pipeline {
