@@ -334,6 +334,12 @@ void Graph::set_output(size_t i, Value* v) {
   graph_changes_ |= kGraphOutputs;
 }
 
+void Graph::clear_outputs() {
+  for (size_t i = 0; i < outputs_.size(); ++i) outputs_[i]->remove_use(Use{nullptr, static_cast<uint32_t>(i)});
+  outputs_.clear();
+  graph_changes_ |= kGraphOutputs;
+}
+
 Node* Graph::create(const std::string& op, std::vector<Arg> args, Node* insert_before) {
   check_value_args(args, this, op);
   Node* node = new Node(this, op);
@@ -368,6 +374,55 @@ void Graph::erase(Node* node) {
   --num_nodes_;
   if (node->touched_) touched_nodes_[node->touched_slot_] = nullptr;
   delete node;
+}
+
+Node* Graph::adopt(Node* node, const std::function<Value*(Value*)>& map, Node* insert_before) {
+  Graph* source = node->graph_;
+  if (source == this) throw IrError("adopt: node " + node->op_ + " is already in this graph");
+  if (insert_before && insert_before->graph_ != this)
+    throw IrError("adopt: the node to insert before belongs to another graph");
+  for (const auto& out : node->outputs_)
+    for (const Use& use : out->uses_)
+      if (use.is_graph_output())
+        throw IrError("adopt: %" + out->name_ + " is an output of its graph; clear the graph's outputs first");
+  // Every operand is mapped before anything changes, so a refused one leaves both graphs
+  // as they were.
+  std::vector<Value*> mapped(node->slots_.size());
+  for (size_t i = 0; i < mapped.size(); ++i) {
+    Value* old = node->slots_[i]->value;
+    Value* v = map(old);
+    if (v == nullptr) throw IrError("adopt: node " + node->op_ + ": operand %" + old->name_ + " maps to a null value");
+    if (v == old && v->graph_ != this && old->producer_ == nullptr)
+      throw IrError("adopt: node " + node->op_ + ": operand %" + old->name_ +
+                    " is an input of another graph and maps to itself");
+    if (v != old && v->graph_ != this)
+      throw IrError("adopt: node " + node->op_ + ": operand %" + old->name_ + " maps to %" + v->name_ +
+                    ", a value of another graph");
+    mapped[i] = v;
+  }
+  source->unlink(node);
+  --source->num_nodes_;
+  if (node->touched_) source->touched_nodes_[node->touched_slot_] = nullptr;
+  node->touched_ = 0;
+  for (const auto& out : node->outputs_) source->forget_name(out.get());
+  node->graph_ = this;
+  for (const auto& out : node->outputs_) {
+    out->graph_ = this;
+    const std::string hint = out->name_;
+    register_name(out.get(), hint);
+  }
+  for (size_t i = 0; i < mapped.size(); ++i) {
+    Value* old = node->slots_[i]->value;
+    if (mapped[i] == old) continue;
+    old->remove_use(Use{node, static_cast<uint32_t>(i)});
+    node->slots_[i]->value = mapped[i];
+    mapped[i]->uses_.push_back(Use{node, static_cast<uint32_t>(i)});
+    mapped[i]->touch_uses();
+  }
+  link_before(node, insert_before);
+  ++num_nodes_;
+  touch(node, kTouchCreated);
+  return node;
 }
 
 std::vector<Node*> Graph::node_list() const {

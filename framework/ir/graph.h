@@ -264,6 +264,8 @@ class Graph {
   const std::vector<Value*>& outputs() const { return outputs_; }
   void add_output(Value* v);
   void set_output(size_t i, Value* v);
+  /// Removes every graph output (their uses go with them).
+  void clear_outputs();
 
   /// Creates a node (outputs are added by the caller) before `insert_before`, or at
   /// the end when it is null.
@@ -274,6 +276,16 @@ class Graph {
                    Node* insert_before = nullptr, const std::string& name_suffix = "");
   /// Erases a node whose outputs have no uses.
   void erase(Node* node);
+  /// Moves `node` with its output values from its graph to this one, before
+  /// `insert_before` (at the end when null), without copying: pointers to the node and its
+  /// outputs stay valid. Each operand is rewired to map(operand), which must be a value of
+  /// this graph or the operand itself when its producer moves here too (before or after).
+  /// The outputs keep their uses: nodes of the source graph reading them must move too or
+  /// be erased, and an output of the source graph is refused (IrError; clear_outputs()
+  /// first). Output names are registered here (suffixed on a collision) and forgotten
+  /// there. A partitioner that consumes its joint graph moves each node once this way
+  /// instead of cloning it and freeing the original.
+  Node* adopt(Node* node, const std::function<Value*(Value*)>& map, Node* insert_before = nullptr);
 
   Node* first_node() const { return head_; }
   Node* last_node() const { return tail_; }

@@ -455,7 +455,7 @@ check::PassResult partition_min_cut_pass(ir::Module& module, const check::PassOp
   SplitResult split;
   try {
     cut = min_cut_saved_values(joint, classes, cut_options, d);
-    split = split_joint(joint, cut.saved, classes);
+    split = split_joint_consuming(module.parts.front().graph, cut.saved, classes);
   } catch (const check::RefusedInput& e) {
     throw check::RefusedInput(e.what(), result);
   }

@@ -249,7 +249,7 @@ check::PassResult partition_save_all_pass(ir::Module& module, const check::PassO
   const ReplaySemantics semantics = options.get("semantics") == "pr467" ? ReplaySemantics::Pr467 : ReplaySemantics::Landed;
   SplitResult split;
   try {
-    split = split_joint(joint, replay_saved_values(joint, classes, semantics, d), classes);
+    split = split_joint_consuming(module.parts.front().graph, replay_saved_values(joint, classes, semantics, d), classes);
   } catch (const check::RefusedInput& e) {
     throw check::RefusedInput(e.what(), result);
   }

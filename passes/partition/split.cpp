@@ -85,8 +85,32 @@ class CopyLookup {
 
 }  // namespace
 
-SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Value*>& saved,
-                        const Classification& classes) {
+namespace {
+
+// While a consumed joint graph gives its nodes away, an exception would leave the module
+// holding half a graph: the guard puts an empty one (same context) in its place.
+class HalfMovedGuard {
+ public:
+  explicit HalfMovedGuard(std::unique_ptr<ir::Graph>* owner) : owner_(owner) {}
+  HalfMovedGuard(const HalfMovedGuard&) = delete;
+  HalfMovedGuard& operator=(const HalfMovedGuard&) = delete;
+  ~HalfMovedGuard() {
+    if (!owner_) return;
+    auto empty = std::make_unique<ir::Graph>();
+    copy_graph_context(**owner_, *empty);
+    *owner_ = std::move(empty);
+  }
+  void disarm() { owner_ = nullptr; }
+
+ private:
+  std::unique_ptr<ir::Graph>* owner_;
+};
+
+// split_joint, copying every node (owner == null) or moving the nodes that run once out
+// of the joint graph `owner` holds (split_joint_consuming).
+SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, const std::vector<const ir::Value*>& saved,
+                  const Classification& classes) {
+  ir::Graph* consumed = owner ? owner->get() : nullptr;  // the joint graph, mutable
   constexpr uint32_t npos = Classification::npos;
   const size_t num_nodes = classes.nodes.size();
   const size_t num_values = classes.num_values();
@@ -186,21 +210,41 @@ SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Valu
     for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s) push_producer(classes.operand_ids[s]);
   }
 
-  auto forward = std::make_unique<ir::Graph>();
-  copy_graph_context(joint, *forward);
-  std::vector<ir::Value*> fmap(num_values, nullptr);
-  for (size_t i = 0; i < classes.num_inputs; ++i) {
-    const ir::Value* in = joint.inputs()[i];
-    fmap[i] = copy_input(*forward, in, in->role());
+  // Nothing below refuses: from here on a consumed joint graph gives its nodes away.
+  const std::vector<ir::Value*> joint_outputs = joint.outputs();
+  std::optional<HalfMovedGuard> guard;
+  if (consumed) {
+    guard.emplace(owner);
+    consumed->clear_outputs();
   }
-  CopyLookup fwd(classes, fmap);
-  const std::function<ir::Value*(ir::Value*)> fwd_lookup = std::ref(fwd);
-  for (uint32_t p = 0; p < num_nodes; ++p) {
-    if (!in_forward[p]) continue;
-    const ir::Node* n = classes.nodes[p];
-    fwd.start(p);
-    ir::Node* copy = forward->clone_node(*n, fwd_lookup);
-    for (size_t i = 0; i < n->num_outputs(); ++i) fmap[classes.output_id(p, i)] = copy->output(i);
+  std::vector<ir::Value*> fmap(num_values, nullptr);
+  std::unique_ptr<ir::Graph> copied_forward;
+  ir::Graph* forward = consumed;
+  if (consumed) {
+    // The joint graph becomes the forward part: its forward nodes stay where they are
+    // (the backward's nodes move out below, the rest is erased).
+    for (size_t i = 0; i < classes.num_inputs; ++i) fmap[i] = joint.inputs()[i];
+    for (uint32_t p = 0; p < num_nodes; ++p)
+      if (in_forward[p])
+        for (size_t i = 0; i < classes.nodes[p]->num_outputs(); ++i)
+          fmap[classes.output_id(p, i)] = classes.nodes[p]->output(i);
+  } else {
+    copied_forward = std::make_unique<ir::Graph>();
+    forward = copied_forward.get();
+    copy_graph_context(joint, *forward);
+    for (size_t i = 0; i < classes.num_inputs; ++i) {
+      const ir::Value* in = joint.inputs()[i];
+      fmap[i] = copy_input(*forward, in, in->role());
+    }
+    CopyLookup fwd(classes, fmap);
+    const std::function<ir::Value*(ir::Value*)> fwd_lookup = std::ref(fwd);
+    for (uint32_t p = 0; p < num_nodes; ++p) {
+      if (!in_forward[p]) continue;
+      const ir::Node* n = classes.nodes[p];
+      fwd.start(p);
+      ir::Node* copy = forward->clone_node(*n, fwd_lookup);
+      for (size_t i = 0; i < n->num_outputs(); ++i) fmap[classes.output_id(p, i)] = copy->output(i);
+    }
   }
   auto mapped = [&](const std::vector<ir::Value*>& map, const ir::Value* v) {
     const uint32_t id = classes.value_id(v);
@@ -281,14 +325,22 @@ SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Valu
     }
     const ir::Node* n = classes.nodes[p];
     bwd.start(p);
-    ir::Node* copy = backward->clone_node(*n, bwd_lookup);
+    // A consumed joint graph is the caller's to change: its nodes are not const there.
+    ir::Node* copy = consumed ? backward->adopt(const_cast<ir::Node*>(n), bwd_lookup) : backward->clone_node(*n, bwd_lookup);
     for (size_t i = 0; i < n->num_outputs(); ++i) bmap[classes.output_id(p, i)] = copy->output(i);
+  }
+  if (consumed) {
+    // What the forward part does not run (forward nodes only the backward recomputes,
+    // dead forward nodes) reads only what it does not run either: erased last reader
+    // first, each dropping its uses.
+    for (uint32_t p = static_cast<uint32_t>(num_nodes); p-- > 0;)
+      if (!in_forward[p] && !classes.is_backward_at(p)) consumed->erase(const_cast<ir::Node*>(classes.nodes[p]));
   }
 
   size_t next_forward = 0, next_backward = 0;
-  for (size_t i = 0; i < joint.outputs().size(); ++i) {
+  for (size_t i = 0; i < joint_outputs.size(); ++i) {
     if (classes.output_is_backward[i]) {
-      backward->add_output(mapped(bmap, joint.outputs()[i]));
+      backward->add_output(mapped(bmap, joint_outputs[i]));
       module.outputs.push_back(ir::PartOutput{1, next_backward++});
     } else {
       module.outputs.push_back(ir::PartOutput{0, next_forward++});
@@ -296,7 +348,8 @@ SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Valu
   }
   ir::ModulePart fwd_part;
   fwd_part.name = "forward";
-  fwd_part.graph = std::move(forward);
+  if (guard) guard->disarm();
+  fwd_part.graph = consumed ? std::move(*owner) : std::move(copied_forward);
   fwd_part.input_sources.assign(joint.inputs().size(), std::nullopt);
   ir::ModulePart bwd_part;
   bwd_part.name = "backward";
@@ -304,6 +357,20 @@ SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Valu
   bwd_part.input_sources = std::move(sources);
   module.parts.push_back(std::move(fwd_part));
   module.parts.push_back(std::move(bwd_part));
+  return result;
+}
+
+}  // namespace
+
+SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Value*>& saved,
+                        const Classification& classes) {
+  return split(joint, nullptr, saved, classes);
+}
+
+SplitResult split_joint_consuming(std::unique_ptr<ir::Graph>& joint, const std::vector<const ir::Value*>& saved,
+                                  const Classification& classes) {
+  SplitResult result = split(*joint, &joint, saved, classes);
+  joint.reset();
   return result;
 }
 

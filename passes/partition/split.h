@@ -12,6 +12,7 @@
 #include "framework/ir/module.h"
 #include "passes/partition/classify.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,16 @@ const char* unsafe_to_recompute(const ir::Node& node);
 SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Value*>& saved,
                         const Classification& classes);
 SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Value*>& saved);
+/// split_joint consuming the joint graph, which becomes the forward part: its forward
+/// nodes stay where they are, the backward's nodes move into the backward part
+/// (ir::Graph::adopt), only recomputed nodes are copied, and what neither part runs is
+/// erased; `joint` is left null. The partitioner passes split this way: copying a
+/// million-node graph and freeing the original cost more than the rest of the pass. The
+/// module is the one split_joint gives (the same text). A refusal is thrown before
+/// anything changes, leaving `joint` as it was; any other failure leaves an empty graph
+/// with the same symbols, claims and mesh.
+SplitResult split_joint_consuming(std::unique_ptr<ir::Graph>& joint, const std::vector<const ir::Value*>& saved,
+                                  const Classification& classes);
 
 /// join_module: the inverse of a split (how passcheck "re-traces" a partitioned module):
 /// one graph taking the module's inputs, each part's nodes inlined in part order (linked

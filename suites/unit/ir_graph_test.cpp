@@ -394,6 +394,83 @@ TEST_F(GraphTest, CloneNodeRemapsOperandsCopiesMetadataAndSuffixesNames) {
   expect_use_lists_exact(g);
 }
 
+TEST_F(GraphTest, ClearOutputsDropsTheirUses) {
+  Value* x = add_node(g, "aten::neg", {Arg::of(a)}, "x");
+  g.add_output(x);
+  g.add_output(a);
+  g.add_output(x);
+  g.clear_outputs();
+  EXPECT_TRUE(g.outputs().empty());
+  EXPECT_FALSE(x->has_uses());
+  EXPECT_FALSE(a->has_uses() && a->uses().front().is_graph_output());
+  expect_use_lists_exact(g);
+}
+
+// adopt moves nodes between graphs without copying: the node and value objects stay,
+// operands are rewired through the map (a value whose producer moves too maps to itself),
+// names move from one table to the other, and once every reader has moved or been erased
+// both graphs' use lists are exact.
+TEST_F(GraphTest, AdoptMovesNodesKeepingIdentityAndExactUses) {
+  Value* x = add_node(g, "aten::neg", {Arg::of(a)}, "x");
+  Value* y = add_node(g, "aten::add.Tensor", {Arg::of(x), Arg::of_list({Arg::of(x), Arg::of(b)})}, "y");
+  Value* dead = add_node(g, "aten::relu", {Arg::of(x)}, "dead");
+  g.add_output(y);
+  g.clear_outputs();
+
+  Graph target;
+  Value* ta = target.add_input("a", ValueType::Tensor, f32({2}));
+  Value* tb = target.add_input("b", ValueType::Tensor, f32({2}));
+  Value* taken = add_node(target, "aten::zeros", {}, "y");  // the name %y is taken here
+  auto map = [&](Value* v) { return v == a ? ta : v == b ? tb : v; };
+  Node* nx = x->producer();
+  Node* ny = y->producer();
+  EXPECT_EQ(target.adopt(ny, map), ny);  // a reader moves before its producer
+  EXPECT_EQ(target.adopt(nx, map), nx);
+  EXPECT_EQ(nx->graph(), &target);
+  EXPECT_EQ(x->graph(), &target);
+  EXPECT_EQ(y->name(), "y_1");
+  EXPECT_EQ(target.find_value("y_1"), y);
+  EXPECT_EQ(target.find_value("y"), taken);
+  EXPECT_EQ(g.find_value("x"), nullptr);
+  EXPECT_EQ(ny->operands(), (std::vector<Value*>{x, x, tb}));
+  EXPECT_EQ(target.num_nodes(), 3u);
+  EXPECT_EQ(g.num_nodes(), 1u);
+  EXPECT_EQ(op_sequence(target), (std::vector<std::string>{"y", "y_1", "x"}));
+  EXPECT_TRUE(x->producer()->touched() & kTouchCreated);
+
+  g.erase(dead->producer());  // the one reader left behind drops its use of %x
+  EXPECT_EQ(g.num_nodes(), 0u);
+  EXPECT_FALSE(a->has_uses());
+  EXPECT_FALSE(b->has_uses());
+  expect_use_lists_exact(g);
+  expect_use_lists_exact(target);
+  expect_order_consistent(target);
+}
+
+TEST_F(GraphTest, AdoptRefusesWhatWouldLeaveAReferenceBehind) {
+  Value* x = add_node(g, "aten::neg", {Arg::of(a)}, "x");
+  g.add_output(x);
+  Graph target;
+  Value* ta = target.add_input("a", ValueType::Tensor, f32({2}));
+  Graph third;
+  Value* other = third.add_input("o", ValueType::Tensor, f32({2}));
+  const std::string before = g.print();
+  // An output of its graph, an input of another graph kept as it is, a value of a third
+  // graph: each refused with both graphs unchanged.
+  EXPECT_THROW(target.adopt(x->producer(), [&](Value*) { return ta; }), IrError);
+  g.clear_outputs();
+  const std::string cleared = g.print();
+  EXPECT_THROW(target.adopt(x->producer(), [](Value* v) { return v; }), IrError);
+  EXPECT_THROW(target.adopt(x->producer(), [&](Value*) { return other; }), IrError);
+  EXPECT_THROW(target.adopt(x->producer(), [](Value*) { return nullptr; }), IrError);
+  EXPECT_THROW(g.adopt(x->producer(), [](Value* v) { return v; }), IrError);
+  EXPECT_EQ(g.print(), cleared);
+  EXPECT_NE(cleared, before);
+  EXPECT_EQ(target.num_nodes(), 0u);
+  EXPECT_FALSE(ta->has_uses());
+  expect_use_lists_exact(g);
+}
+
 TEST_F(GraphTest, UniqueNameSanitizesAndAvoidsCollisions) {
   EXPECT_EQ(g.unique_name("fresh"), "fresh");
   EXPECT_EQ(g.unique_name("a"), "a_1");

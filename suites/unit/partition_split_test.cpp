@@ -2,6 +2,7 @@
 // models: a split module run part after part equals the joint graph bit for bit for
 // every saved set tried, a re-imported module runs like the module, and min-cut's
 // decisions follow PyTorch's rules on small graphs written out by hand.
+#include "framework/check/verifier.h"
 #include "passes/partition/partition_passes.h"
 #include "suites/unit/partition_test_support.h"
 
@@ -101,6 +102,18 @@ TEST_P(SplitModels, EverySavedSetRunsLikeTheJointGraph) {
     SCOPED_TRACE(label);
     passes::SplitResult split = passes::split_joint(*m.graph, saved, c);
     testing::expect_module_matches_joint(*m.graph, split.module, m.inputs);
+    // Consuming the joint graph (how the partitioner passes split) gives the same module,
+    // with exact use lists in both parts.
+    std::unique_ptr<ir::Graph> joint = m.graph->clone();
+    const Classification joint_classes = passes::classify_nodes(*joint);
+    std::vector<const ir::Value*> same_saved;
+    for (const ir::Value* v : saved) same_saved.push_back(joint->find_value(v->name()));
+    passes::SplitResult consumed = passes::split_joint_consuming(joint, same_saved, joint_classes);
+    EXPECT_EQ(joint, nullptr);
+    EXPECT_EQ(consumed.module.print(), split.module.print());
+    EXPECT_EQ(consumed.saved, split.saved);
+    EXPECT_EQ(consumed.recomputed_nodes, split.recomputed_nodes);
+    for (const check::VerifierIssue& issue : check::verify_module(consumed.module)) ADD_FAILURE() << issue.message;
     // The re-imported module runs like the joint graph too.
     auto joined = passes::join_module(split.module);
     testing::expect_module_matches_joint(*m.graph, ir::Module::of_graph(std::move(joined)), m.inputs);
@@ -138,6 +151,17 @@ TEST(PartitionSplit, RefusesToRecomputeTheDropoutMaskAndNamesIt) {
         << what;
     EXPECT_NE(what.find("cannot be recomputed (random) and is not saved"), std::string::npos) << what;
   }
+}
+
+TEST(PartitionSplit, AConsumingSplitThatRefusesLeavesTheJointGraphAsItWas) {
+  const auto& m = testing::traced_joint("dropout_mlp");
+  std::unique_ptr<ir::Graph> joint = m.graph->clone();
+  const std::string before = joint->print();
+  const Classification c = passes::classify_nodes(*joint);
+  EXPECT_THROW(passes::split_joint_consuming(joint, {}, c), check::RefusedInput);
+  ASSERT_NE(joint, nullptr);
+  EXPECT_EQ(joint->print(), before);
+  for (const check::VerifierIssue& issue : check::verify_graph(*joint)) ADD_FAILURE() << issue.message;
 }
 
 TEST(PartitionSplit, RefusesABackwardValueAsASavedValue) {
