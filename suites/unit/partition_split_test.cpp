@@ -164,6 +164,32 @@ TEST(PartitionSplit, AConsumingSplitThatRefusesLeavesTheJointGraphAsItWas) {
   for (const check::VerifierIssue& issue : check::verify_graph(*joint)) ADD_FAILURE() << issue.message;
 }
 
+// A dead forward node and a forward node only the backward reads (recomputed there):
+// neither stays in the consumed joint graph that becomes the forward part.
+TEST(PartitionSplit, AConsumingSplitErasesWhatTheForwardPartDoesNotRun) {
+  const char* text = R"(graph(arg %x : f32[4]):
+  %neg : f32[4] = aten::neg(%x)
+  %cos : f32[4] = aten::cos(%x)
+  %exp : f32[4] = aten::exp(%x)
+  %sum : f32[] = aten::sum(%neg, None)  #{phase=loss}
+  %ones_like : f32[] = aten::ones_like(%sum, None, None, None, None, torch.contiguous_format)  #{phase=backward}
+  %mul : f32[4] = aten::mul.Tensor(%cos, %ones_like)  #{phase=backward}
+  return (%sum, %mul))";
+  const auto copied_from = ir::parse_graph(text, "joint");
+  const passes::SplitResult copied = passes::split_joint(*copied_from, {});
+  std::unique_ptr<ir::Graph> joint = ir::parse_graph(text, "joint");
+  const Classification c = passes::classify_nodes(*joint);
+  const passes::SplitResult consumed = passes::split_joint_consuming(joint, {}, c);
+  EXPECT_EQ(consumed.module.print(), copied.module.print());
+  const ir::Graph& forward = *consumed.module.parts[0].graph;
+  EXPECT_EQ(forward.num_nodes(), 2u);  // neg, sum
+  EXPECT_EQ(forward.find_value("cos"), nullptr);
+  EXPECT_EQ(forward.find_value("exp"), nullptr);
+  EXPECT_EQ(consumed.recomputed_nodes, 3);  // neg and sum (for ones_like), cos
+  EXPECT_EQ(consumed.recomputed_nodes, copied.recomputed_nodes);
+  for (const check::VerifierIssue& issue : check::verify_module(consumed.module)) ADD_FAILURE() << issue.message;
+}
+
 TEST(PartitionSplit, RefusesABackwardValueAsASavedValue) {
   const auto& m = testing::traced_joint("mlp");
   EXPECT_THROW(passes::split_joint(*m.graph, values_named(*m.graph, {"mm_2"})), check::RefusedInput);
