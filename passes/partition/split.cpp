@@ -83,10 +83,6 @@ class CopyLookup {
   size_t slot_ = 0;
 };
 
-}  // namespace
-
-namespace {
-
 // While a consumed joint graph gives its nodes away, an exception would leave the module
 // holding half a graph: the guard puts an empty one (same context) in its place.
 class HalfMovedGuard {

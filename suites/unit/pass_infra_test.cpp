@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -355,6 +356,30 @@ graph(
   });
   std::string message = error_of<PassFailure>([&] { Pipeline::parse("under-test", r).run(*g); });
   EXPECT_EQ(message, "failed after under-test: reported no change but the graph changed");
+}
+
+// PipelineOptions::graph_hash: a run leaves the hash of the graph as its last gate left
+// it (the next run starts from there instead of hashing again), and a failed run leaves
+// none to trust.
+TEST(PipelineRun, CarriesTheHashOfTheGraphItLeaves) {
+  auto g = small_graph();
+  std::optional<uint64_t> hash;
+  PipelineOptions options;
+  options.graph_hash = &hash;
+  run_one(*g, [](Graph& g, const PassOptions&) { return rename_mm(g); }, options);
+  ASSERT_TRUE(hash.has_value());
+  EXPECT_EQ(*hash, g->hash());
+  run_one(*g, [](Graph&, const PassOptions&) { return PassResult::unchanged(); }, options);
+  EXPECT_EQ(hash, std::optional<uint64_t>(g->hash()));
+  EXPECT_THROW(run_one(
+                   *g,
+                   [](Graph& g, const PassOptions&) {
+                     g.rename(find_node(g, "aten::mm")->output(), "renamed_again");
+                     return PassResult::unchanged();
+                   },
+                   options),
+               PassFailure);
+  EXPECT_FALSE(hash.has_value());
 }
 
 TEST(PipelineRun, CatchesAPassThatClaimsAChangeItDidNotMake) {
