@@ -27,6 +27,7 @@ import glob
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -119,7 +120,8 @@ def check_document(binary, doc, failures):
     ran = checked = pipelines = 0
     name = os.path.relpath(doc, ROOT)
     text = open(doc, encoding="utf-8").read()
-    scratch = tempfile.mkdtemp(prefix="passcheck-doc-")
+    scratch = tempfile.mkdtemp(prefix="passcheck-doc-")  # removed unless an example fails
+    failures_before = len(failures)
     placeholder = None
     for lang, block in fenced_blocks(text):
         if lang == "pipeline":
@@ -181,6 +183,10 @@ def check_document(binary, doc, failures):
         words = m.group(1).split()
         check_synopsis(binary, name, words, failures)
         checked += 1
+    if len(failures) == failures_before:
+        shutil.rmtree(scratch, ignore_errors=True)
+    else:
+        failures.append(f"{name}: the commands' files are kept in {scratch}")
     return ran, checked, pipelines
 
 

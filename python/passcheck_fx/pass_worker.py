@@ -12,8 +12,9 @@ exported back to passcheck's graph text with passcheck_fx.export_graph and writt
 passcheck_fx.PartitionedModule instead, whose module text is written to --out. --check
 only imports MODULE, finds FUNCTION and imports the exporter, and prints
 "passcheck-pass-kind: graph" or "passcheck-pass-kind: partitioner". --serve is the
-fork server a fuzz campaign starts once (workflows/python_bridge/python_pass.cpp): each request
-runs in a fork of a process that has already imported torch and the pass.
+fork server a fuzz campaign starts once (workflows/python_bridge/python_pass.cpp): it prints
+the same kind line before it listens, and each request runs in a fork of a process that has
+already imported torch and the pass.
 
 The exit status tells passcheck whose fault a failure is (workflows/python_bridge/python_pass.cpp):
 0 done, 2 MODULE:FUNCTION cannot be imported (its import raised anything, SystemExit and
@@ -245,6 +246,19 @@ def _exporter_or_fail():
         _fail(EXIT_BAD_SPEC, "cannot import the exporter passcheck_fx.export_graph: %s" % describe_exception(error))
 
 
+# What a partitioner (in practice, a wrapper of functorch's partitioners) imports on its
+# first call: 3-4 s of imports that every forked case would otherwise repeat.
+PARTITIONER_MODULES = ("functorch.compile", "torch._inductor.pattern_matcher")
+
+
+def _preload_partitioner_modules():
+    for name in PARTITIONER_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001  a torch without them: each case imports what it needs
+            pass
+
+
 def _serve_one(conn):
     """A forked child's request: one JSON line {pass, path, graph, out, log}; answers the
     exit status as a line. Dies as soon as the client hangs up (its case timed out)."""
@@ -290,8 +304,14 @@ def serve(socket_path, spec):
     per request on the Unix socket, so a case costs a fork instead of a Python start."""
     import torch  # noqa: F401  (imported once, shared by every child)
     import torch.fx  # noqa: F401
-    load_pass(spec)
+    function = load_pass(spec)
     _exporter_or_fail()
+    if is_partitioner(function):
+        _preload_partitioner_modules()
+    # Read by workflows/python_bridge/python_pass.cpp once the socket appears, so a campaign
+    # learns the pass's kind from the server instead of importing it a second time.
+    print("passcheck-pass-kind: %s" % ("partitioner" if is_partitioner(function) else "graph"))
+    sys.stdout.flush()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

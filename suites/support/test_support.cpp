@@ -8,9 +8,13 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
 
 namespace passcheck::testing {
 
@@ -42,10 +46,41 @@ std::string source_path(const std::string& relative) {
   return std::string(env ? env : PASSCHECK_DEFAULT_SOURCE_DIR) + "/" + relative;
 }
 
+namespace {
+
+// The directories make_temp_dir made, removed when the test process exits (a failing test's
+// files stay with PASSCHECK_KEEP_TEST_DIRS=1). Only by the process that made them: a forked
+// child that calls exit() must not delete what its parent still uses.
+class TempDirs {
+ public:
+  void add(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dirs_.push_back(dir);
+  }
+  ~TempDirs() {
+    if (::getpid() != owner_ || std::getenv("PASSCHECK_KEEP_TEST_DIRS")) return;
+    std::error_code ignored;
+    for (const std::string& dir : dirs_) std::filesystem::remove_all(dir, ignored);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> dirs_;
+  pid_t owner_ = ::getpid();
+};
+
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string make_temp_dir() {
   char tmpl[] = "/tmp/passcheck-test-XXXXXX";
   char* dir = mkdtemp(tmpl);
   if (!dir) throw std::runtime_error("mkdtemp failed");
+  temp_dirs().add(dir);
   return dir;
 }
 

@@ -26,7 +26,8 @@ std::string cli(const std::string& args);
 std::unique_ptr<ir::Graph> parse_graph_text(const std::string& text, const std::string& name = "test.graph");
 /// Absolute path of a file in the source tree (PASSCHECK_SOURCE_DIR overrides).
 std::string source_path(const std::string& relative);
-/// A fresh temporary directory for one test.
+/// A fresh temporary directory for one test, removed with its files when the test process
+/// exits (kept with PASSCHECK_KEEP_TEST_DIRS=1).
 std::string make_temp_dir();
 /// Writes `text` to `path` (throws on failure).
 void write_text(const std::string& path, const std::string& text);

@@ -9,6 +9,27 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 sys.path.insert(0, HERE)
 
 
+def _scratch_root():
+    """Puts every temporary directory this test process makes (its own mkdtemp calls and
+    the library's work directories) under one root that is removed when it exits, so the
+    suite leaves nothing in /tmp; PASSCHECK_KEEP_TEST_DIRS=1 keeps it."""
+    import atexit
+    import shutil
+    import tempfile
+    root = tempfile.mkdtemp(prefix="passcheck-suite-")
+    tempfile.tempdir = root
+    owner = os.getpid()
+
+    def remove():
+        if os.getpid() == owner and not os.environ.get("PASSCHECK_KEEP_TEST_DIRS"):
+            shutil.rmtree(root, ignore_errors=True)
+
+    atexit.register(remove)
+
+
+_scratch_root()
+
+
 def passcheck_binary():
     if len(sys.argv) > 1:
         return os.path.abspath(sys.argv[1])

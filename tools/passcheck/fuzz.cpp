@@ -150,15 +150,23 @@ int run_fuzz(const FuzzArgs& args) {
     // Nothing a Python pass starts outlives the campaign: this process is a subreaper while
     // the campaign runs, and kills every stray descendant at its end.
     std::optional<python_bridge::StrayReaper> strays;
+    std::optional<python_bridge::PythonServer> python_server;  // one Python start for the whole campaign
     if (!args.python_pass.empty()) {
       if (!options.pipeline.empty() || !options.pass.empty() || !options.chunk.empty())
         throw std::invalid_argument("--python-pass is the pass under test; it takes no --pass, --pipeline or --chunk");
       options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path);  // checks the spelling
       strays.emplace();
-      // A partitioner (passcheck_fx.partitioner) runs as a module pass; asking imports it
-      // once (within --timeout-ms), so a misspelt pass, or one whose import fails in any
-      // way or hangs, is exit 2 before any case.
-      if (python_bridge::check_python_pass(args.python_pass, args.python_path, args.timeout_ms))
+      // The server imports the pass once (within --timeout-ms) and says whether it is a
+      // partitioner (passcheck_fx.partitioner: a module pass). A misspelt pass, or one whose
+      // import fails in any way or hangs, is exit 2 before any case; a server that cannot
+      // serve leaves the asking to a worker of its own.
+      python_server.emplace(args.python_pass, args.python_path, args.timeout_ms);
+      if (!python_server->running() && !python_server->import_failure().empty())
+        throw std::invalid_argument(python_server->import_failure());
+      const bool partitioner = python_server->running()
+                                   ? python_server->partitioner()
+                                   : python_bridge::check_python_pass(args.python_pass, args.python_path, args.timeout_ms);
+      if (partitioner)
         options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path, /*partitioner=*/true);
       sets.push_back(python_bridge::kPythonPassSet);
     } else if (!args.python_path.empty()) {
@@ -195,16 +203,6 @@ int run_fuzz(const FuzzArgs& args) {
     options.sim_mesh_pass = args.sim_mesh_pass;
     options.chunk_pass = args.chunk_pass;
     check::PassRegistry registry = make_registry(options.registries);
-    std::optional<python_bridge::PythonServer> python_server;  // one Python start for the whole campaign
-    if (!args.python_pass.empty()) {
-      python_server.emplace(args.python_pass, args.python_path, args.timeout_ms);
-      // A server that did not start: say why (a pass that cannot be imported is exit 2
-      // before any case).
-      if (!python_server->running()) {
-        if (!python_server->import_failure().empty()) throw std::invalid_argument(python_server->import_failure());
-        python_bridge::check_python_pass(args.python_pass, args.python_path, args.timeout_ms);
-      }
-    }
 
     ProgressLine line;
     campaign::CampaignCallbacks callbacks;
@@ -289,8 +287,10 @@ int replay_repro(const ReproArgs& args, bool allow_python) {
     if (!python.empty()) strays.emplace();
     const int64_t timeout_ms = campaign::replay_timeout_ms(r, args.timeout_ms);
     // A Python pass this machine cannot import, or whose import fails in any way or hangs
-    // (past the replay's limit, or 20 s without one): exit 2.
-    python_bridge::check_python_passes_of(r.pipeline, registry, timeout_ms);
+    // (past the replay's limit, or 20 s without one): exit 2. The server that imported it
+    // then runs it for the replay (which inherits its socket), so Python starts once.
+    const std::unique_ptr<python_bridge::PythonServer> python_server =
+        python_bridge::serve_python_pass_of(r.pipeline, registry, timeout_ms);
     // A replay that ends abnormally: a crash or a timeout is the failure still showing.
     auto abnormal = [&](const check::ChildOutcome& o) {
       if (o.kind == check::ChildOutcome::Kind::TimedOut)

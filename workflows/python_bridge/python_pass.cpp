@@ -566,6 +566,8 @@ PythonServer::PythonServer(const std::string& spec, const std::string& python_pa
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  // The server prints the pass's kind (and flushes it) before its socket appears.
+  partitioner_ = read_log(log_path).find("passcheck-pass-kind: partitioner") != std::string::npos;
   ::setenv(kServerEnv, socket_path.c_str(), 1);
 }
 
@@ -602,11 +604,6 @@ std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, 
   }
   for (size_t i = 1; i < uses.size(); ++i) check_python_pass(uses[i].spec, uses[i].path, timeout_ms);
   return server;
-}
-
-void check_python_passes_of(const std::string& pipeline, const check::PassRegistry& registry, int64_t timeout_ms) {
-  for (const PythonPassUse& use : python_passes_of(pipeline, registry))
-    check_python_pass(use.spec, use.path, timeout_ms);
 }
 
 // ---- Strays ----------------------------------------------------------------------------

@@ -59,6 +59,9 @@ class PythonServer {
   PythonServer& operator=(const PythonServer&) = delete;
   /// Whether cases use it.
   bool running() const { return pid_ > 0; }
+  /// While running: whether the pass is a partitioner (marked passcheck_fx.partitioner),
+  /// as the server said once it had imported it; saves check_python_pass's second import.
+  bool partitioner() const { return partitioner_; }
   /// Why the server did not start when the pass's import is at fault (it raised, ended
   /// the process, or passed the time limit), in check_python_pass's words; "" when it
   /// runs or did not start for another reason.
@@ -66,6 +69,7 @@ class PythonServer {
 
  private:
   int pid_ = -1;
+  bool partitioner_ = false;
   std::string dir_;
   std::string import_failure_;
 };
@@ -75,11 +79,6 @@ class PythonServer {
 /// cannot be imported (within `timeout_ms`).
 std::unique_ptr<PythonServer> serve_python_pass_of(const std::string& pipeline, const check::PassRegistry& registry,
                                                    int64_t timeout_ms = kDefaultImportTimeoutMs);
-
-/// check_python_pass for the Python pass `pipeline` runs, if any: a repro naming a module
-/// this machine cannot import is bad input (exit 2), not the failure still showing.
-void check_python_passes_of(const std::string& pipeline, const check::PassRegistry& registry,
-                            int64_t timeout_ms = kDefaultImportTimeoutMs);
 
 /// A Python pass a pipeline runs: the pass ("python" or "python-partitioner"), its
 /// MODULE:FUNCTION and its import directory ("" : only the default import path).

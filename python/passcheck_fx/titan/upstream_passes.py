@@ -11,7 +11,20 @@ joint graph looks to the pass as its own tracer's graph does.
     passcheck fuzz --situations --python-pass passcheck_fx.titan.upstream_passes:canonicalize
 """
 
+# At module level, not in each function: a fuzz campaign's fork server imports this module
+# once, and every case runs in a fork of it; an import inside a pass would be repeated by
+# every case (over a second each for graph_trainer's modules).
+import operator
+
 import torch
+from torch._functorch.partitioners import min_cut_rematerialization_partition
+from torch.utils.checkpoint import CheckpointPolicy
+from torchtitan.experiments.graph_trainer.memory_policy import tag_sac_policy
+from torchtitan.experiments.graph_trainer.remove_noop_passes import canonicalize_graph_pass, eliminate_dead_code_pass
+from torchtitan.experiments.graph_trainer.selective_activation_remat import selective_activation_remat_pass
+
+from .. import partition
+from .sac import graph_trainer_policy, relabel_accumulations
 
 _POLICIES = {
     "must_save": "MUST_SAVE",
@@ -23,8 +36,6 @@ _POLICIES = {
 
 def graph_trainer_meta(gm):
     """Adds graph_trainer's metadata keys from passcheck's (in place); returns gm."""
-    import operator
-    from torch.utils.checkpoint import CheckpointPolicy
     for node in gm.graph.nodes:
         own = node.meta.get("passcheck")
         if node.op == "call_function" and node.target is operator.getitem and not isinstance(own, dict):
@@ -57,9 +68,6 @@ _RNG_REFUSAL = "Activation checkpoint rematerialization in `forward-loss-backwar
 
 
 def _sac_remat(gm, policy):
-    from .sac import graph_trainer_policy
-    from torchtitan.experiments.graph_trainer.memory_policy import tag_sac_policy
-    from torchtitan.experiments.graph_trainer.selective_activation_remat import selective_activation_remat_pass
     graph_trainer_meta(gm)
     tag_sac_policy(gm, policy_fn=graph_trainer_policy(policy))
     try:
@@ -79,7 +87,6 @@ def sac_remat_default_relabelled(gm):
     """sac_remat_default on the graph with the gradient accumulations graph_trainer's
     tracer mislabels as the loss relabelled (passcheck_fx.titan.sac.relabel_accumulations):
     what its remat does once that upstream bug is fixed."""
-    from .sac import relabel_accumulations
     return _sac_remat(relabel_accumulations(graph_trainer_meta(gm)), "default")
 
 
@@ -95,20 +102,17 @@ def sac_remat_eager(gm):
 
 def selective_activation_remat(gm):
     """selective_activation_remat_pass alone, on the recompute tags the graph carries."""
-    from torchtitan.experiments.graph_trainer.selective_activation_remat import selective_activation_remat_pass
     return selective_activation_remat_pass(graph_trainer_meta(gm))
 
 
 def canonicalize(gm):
     """canonicalize_graph_pass: remove detach, identity views, back-to-back transposes and
     identity slices; views become reshapes."""
-    from torchtitan.experiments.graph_trainer.remove_noop_passes import canonicalize_graph_pass
     return canonicalize_graph_pass(graph_trainer_meta(gm))
 
 
 def eliminate_dead_code(gm):
     """eliminate_dead_code_pass: FX's dead-code elimination with asserts forced pure."""
-    from torchtitan.experiments.graph_trainer.remove_noop_passes import eliminate_dead_code_pass
     return eliminate_dead_code_pass(graph_trainer_meta(gm))
 
 
@@ -121,10 +125,6 @@ def cleanup_then_sac(gm):
 
 
 def _min_cut_after_sac(gm, policy):
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-    from torchtitan.experiments.graph_trainer.memory_policy import tag_sac_policy
-    from .. import partition
-    from .sac import graph_trainer_policy
     graph_trainer_meta(gm)
     # AOTAutograd hands the partitioner a functional joint (graph_trainer's joint mode too).
     partition.functionalize_private_temporaries(gm)
@@ -132,12 +132,7 @@ def _min_cut_after_sac(gm, policy):
     return partition.partition_passcheck_joint(gm, min_cut_rematerialization_partition)
 
 
-def _as_partitioner(function):
-    from ..partition import partitioner
-    return partitioner(function)
-
-
-@_as_partitioner
+@partition.partitioner
 def min_cut_sac_default(gm):
     """graph_trainer's default SAC tags, then PyTorch's min-cut partitioner (which honours
     them): the joint-graph mode of graph_trainer's memory policy."""
