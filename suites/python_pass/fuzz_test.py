@@ -71,7 +71,7 @@ def worker_failures(workdir):
         assert words in text or words in out, (name, words, out, text[:1500])
         if name == "raises":
             assert "ValueError: this pass always fails" in text, text[:1500]
-        if name != "hangs":  # replayed by a worker of its own, outside the campaign's server
+        if name != "hangs":  # `repro` replays it through a server of its own (a hang would wait out its limit)
             code, replay = support.run(["repro", "--allow-python", repros[0]], expect=1)
             assert "verdict: FAILS" in replay and "python pass test_passes:" + name in replay, replay
         if name == "raises":
