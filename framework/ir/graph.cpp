@@ -566,6 +566,8 @@ void Graph::rename(Value* v, const std::string& name) {
   v->touch_declaration();
 }
 
+void Graph::reserve_values(size_t values) { names_.reserve(values); }
+
 Value* Graph::find_value(std::string_view name) const {
   auto it = names_.find(NameKey(name));
   return it == names_.end() ? nullptr : it->second;

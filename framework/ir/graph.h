@@ -326,6 +326,9 @@ class Graph {
   void rename(Value* v, const std::string& name);
   /// Value by name, or null.
   Value* find_value(std::string_view name) const;
+  /// Sizes the name table for `values` values in all, so that a builder that knows about
+  /// how many it will add (the parser) does not grow it step by step.
+  void reserve_values(size_t values);
 
   /// Symbols the graph's shapes and integer arguments are expressed in.
   const std::vector<sym::Symbol>& symbols() const { return symbols_; }
