@@ -390,8 +390,8 @@ class Parser {
     top_ = std::make_unique<Graph>();
     top_->source_name = source_;
     // About one value a line: sized once instead of doubling through a million-entry table.
-    // Capped by the text's length (a value line takes more than 24 bytes), so that a text
-    // of empty lines reserves no more than a few times its own size.
+    // Capped at one value per 24 bytes of text, so that a text of empty lines reserves no
+    // more than a few times its own size.
     top_->reserve_values(std::min(static_cast<size_t>(std::count(text_.begin(), text_.end(), '\n')) + 1,
                                   text_.size() / 24));
     graph_ = top_.get();

@@ -251,6 +251,12 @@ def _exporter_or_fail():
 PARTITIONER_MODULES = ("functorch.compile", "torch._inductor.pattern_matcher")
 
 
+def _say_kind(function):
+    """The line workflows/python_bridge/python_pass.cpp reads: a partitioner is a module pass."""
+    print("passcheck-pass-kind: %s" % ("partitioner" if is_partitioner(function) else "graph"))
+    sys.stdout.flush()
+
+
 def _preload_partitioner_modules():
     for name in PARTITIONER_MODULES:
         try:
@@ -308,10 +314,9 @@ def serve(socket_path, spec):
     _exporter_or_fail()
     if is_partitioner(function):
         _preload_partitioner_modules()
-    # Read by workflows/python_bridge/python_pass.cpp once the socket appears, so a campaign
-    # learns the pass's kind from the server instead of importing it a second time.
-    print("passcheck-pass-kind: %s" % ("partitioner" if is_partitioner(function) else "graph"))
-    sys.stdout.flush()
+    # Before the socket appears, so a campaign learns the kind from the server instead of
+    # importing the pass a second time.
+    _say_kind(function)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -346,8 +351,7 @@ def main(argv=None):
         if args.check:
             function = load_pass(args.spec)
             _exporter_or_fail()
-            # workflows/python_bridge/python_pass.cpp reads this line: a partitioner is a module pass.
-            print("passcheck-pass-kind: %s" % ("partitioner" if is_partitioner(function) else "graph"))
+            _say_kind(function)
             return 0
         return run_pass(args.spec, args.graph, args.out)
     finally:

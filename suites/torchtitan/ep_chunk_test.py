@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-import support  # noqa: E402,F401  (temporary files under a root removed at exit)
+import support  # noqa: E402,F401  (its scratch_root: temporary files removed at exit)
 import torch  # noqa: E402
 
 from passcheck_fx.titan import ep_chunk  # noqa: E402

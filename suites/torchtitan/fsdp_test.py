@@ -25,7 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-import support  # noqa: E402,F401  (temporary files under a root removed at exit)
+import support  # noqa: E402,F401  (its scratch_root: temporary files removed at exit)
 from passcheck_fx.titan import fsdp  # noqa: E402
 
 WORLD_SIZE = 2

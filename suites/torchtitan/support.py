@@ -7,27 +7,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 sys.path.insert(0, HERE)
-
-
-def _scratch_root():
-    """Puts every temporary directory this test process makes (its own mkdtemp calls and
-    the library's work directories) under one root that is removed when it exits, so the
-    suite leaves nothing in /tmp; PASSCHECK_KEEP_TEST_DIRS=1 keeps it."""
-    import atexit
-    import shutil
-    import tempfile
-    root = tempfile.mkdtemp(prefix="passcheck-suite-")
-    tempfile.tempdir = root
-    owner = os.getpid()
-
-    def remove():
-        if os.getpid() == owner and not os.environ.get("PASSCHECK_KEEP_TEST_DIRS"):
-            shutil.rmtree(root, ignore_errors=True)
-
-    atexit.register(remove)
-
-
-_scratch_root()
+sys.path.insert(0, os.path.join(SOURCE_DIR, "suites", "support"))
+import scratch_root  # noqa: E402,F401  (temporary directories under a root removed at exit)
 
 
 def passcheck_binary():

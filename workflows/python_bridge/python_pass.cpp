@@ -493,6 +493,12 @@ namespace {
 
 int64_t import_limit(int64_t timeout_ms) { return timeout_ms > 0 ? timeout_ms : kDefaultImportTimeoutMs; }
 
+// The worker's kind line (pass_worker.py's _say_kind), printed by `--check` and by a server
+// before it listens.
+bool says_partitioner(const std::string& log) {
+  return log.find("passcheck-pass-kind: partitioner") != std::string::npos;
+}
+
 // Why importing the pass failed, naming the module and what happened; `run` is the
 // worker's (or the server's) run, `log` what it printed.
 std::string import_failure_message(const std::string& spec, const std::string& python_path, const WorkerRun& run,
@@ -528,7 +534,7 @@ bool check_python_pass(const std::string& spec, const std::string& python_path, 
   // the process (sys.exit is caught and reported by the worker itself, os._exit is not).
   const bool answered = run.log.find("passcheck-pass-kind: ") != std::string::npos;
   if (run.outcome.kind == check::ChildOutcome::Kind::Exited && run.outcome.exit_code == kWorkerOk && answered)
-    return run.log.find("passcheck-pass-kind: partitioner") != std::string::npos;
+    return says_partitioner(run.log);
   throw std::invalid_argument(import_failure_message(spec, python_path, run, timeout_ms));
 }
 
@@ -567,7 +573,7 @@ PythonServer::PythonServer(const std::string& spec, const std::string& python_pa
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   // The server prints the pass's kind (and flushes it) before its socket appears.
-  partitioner_ = read_log(log_path).find("passcheck-pass-kind: partitioner") != std::string::npos;
+  partitioner_ = says_partitioner(read_log(log_path));
   ::setenv(kServerEnv, socket_path.c_str(), 1);
 }
 
