@@ -13,6 +13,7 @@
 #include "framework/exec/arg_check.h"
 #include "framework/exec/op_policy.h"
 #include "framework/exec/schema_args.h"
+#include "framework/ir/pointer_index.h"
 #include "framework/ir/subgraph.h"
 #include "framework/ir/text.h"
 
@@ -38,58 +39,6 @@ using ir::Value;
 std::string quoted(const Node& n) { return "`" + ir::print_node(n) + "`"; }
 
 bool is_recomputed_duplicate(const Node& n) { return n.meta().custom.count("recomputed_from") > 0; }
-
-// Node -> position in the list, for a million nodes: open addressing over one array
-// (std::unordered_map allocated a bucket node per entry and took a third of the
-// verifier's time). Debian 12's Boost (1.74) predates boost::unordered_flat_map.
-class NodePositions {
- public:
-  explicit NodePositions(size_t expected) {
-    size_t capacity = 16;
-    while (capacity < expected * 2) capacity <<= 1;
-    keys_.assign(capacity, nullptr);
-    positions_.assign(capacity, 0);
-    mask_ = capacity - 1;
-  }
-  /// False when the node is there already.
-  bool insert(const Node* n, uint32_t position) {
-    for (size_t i = slot(n);; i = (i + 1) & mask_) {
-      if (keys_[i] == n) return false;
-      if (keys_[i] == nullptr) {
-        keys_[i] = n;
-        positions_[i] = position;
-        if (++size_ * 2 > keys_.size()) grow();
-        return true;
-      }
-    }
-  }
-  std::optional<uint32_t> find(const Node* n) const {
-    if (n == nullptr) return std::nullopt;
-    for (size_t i = slot(n);; i = (i + 1) & mask_) {
-      if (keys_[i] == n) return positions_[i];
-      if (keys_[i] == nullptr) return std::nullopt;
-    }
-  }
-
- private:
-  size_t slot(const Node* n) const {
-    return static_cast<size_t>((reinterpret_cast<uintptr_t>(n) >> 4) * 0x9e3779b97f4a7c15ull >> 20) & mask_;
-  }
-  void grow() {
-    std::vector<const Node*> keys = std::move(keys_);
-    std::vector<uint32_t> positions = std::move(positions_);
-    keys_.assign(keys.size() * 2, nullptr);
-    positions_.assign(keys.size() * 2, 0);
-    mask_ = keys_.size() - 1;
-    size_ = 0;
-    for (size_t i = 0; i < keys.size(); ++i)
-      if (keys[i]) insert(keys[i], positions[i]);
-  }
-  std::vector<const Node*> keys_;
-  std::vector<uint32_t> positions_;
-  size_t mask_ = 0;
-  size_t size_ = 0;
-};
 
 bool any_symbolic(const ir::Arg& a) {
   if (a.kind == ir::Arg::Kind::Sym) return true;
@@ -237,16 +186,48 @@ class Verifier {
 
   bool in_graph(const Node* n) const {
     if (trust_order_) return n && n->graph() == &g_;
-    return positions_.find(n).has_value();
+    return position_of(n).has_value();
   }
+
+  // The nodes collect() found, each prefetched a few iterations ahead of its visit.
+  class Listed {
+   public:
+    explicit Listed(const std::vector<const Node*>& nodes) : nodes_(nodes) {}
+    class Iterator {
+     public:
+      Iterator(const std::vector<const Node*>& nodes, size_t i) : nodes_(&nodes), i_(i) {}
+      const Node* operator*() const {
+        if (i_ + kAhead < nodes_->size()) __builtin_prefetch((*nodes_)[i_ + kAhead]);
+        return (*nodes_)[i_];
+      }
+      Iterator& operator++() {
+        ++i_;
+        return *this;
+      }
+      bool operator!=(const Iterator& o) const { return i_ != o.i_; }
+
+     private:
+      static constexpr size_t kAhead = 8;
+      const std::vector<const Node*>* nodes_;
+      size_t i_;
+    };
+    Iterator begin() const { return Iterator(nodes_, 0); }
+    Iterator end() const { return Iterator(nodes_, nodes_.size()); }
+
+   private:
+    const std::vector<const Node*>& nodes_;
+  };
+  Listed in_list_order() const { return Listed(listed_); }
 
   // The full walk: positions, each node's first operand slot among all slots.
   void collect() {
     size_t index = 0;
     const Node* prev = nullptr;
     first_slot_.reserve(g_.num_nodes());
+    listed_.reserve(g_.num_nodes());
     for (const Node* n : g_.nodes()) {
-      if (positions_.insert(n, static_cast<uint32_t>(first_slot_.size()))) {
+      listed_.push_back(n);
+      if (positions_.try_insert(n, static_cast<uint32_t>(first_slot_.size()))) {
         first_slot_.push_back(total_slots_);
         total_slots_ += n->num_operands();
       }
@@ -392,7 +373,7 @@ class Verifier {
       issue("node " + quoted(n) + ": operand " + origin(v));
       return false;
     }
-    const bool before = trust_order_ ? v->producer()->is_before(&n) : *positions_.find(v->producer()) < current_;
+    const bool before = trust_order_ ? v->producer()->is_before(&n) : *position_of(v->producer()) < current_;
     if (!before)
       issue("node " + quoted(n) + ": operand %" + v->name() + " is used before its definition (" + origin(v) +
             ", later in the graph)");
@@ -412,7 +393,7 @@ class Verifier {
     const Node* first_backward = nullptr;
     const Node* first_optimizer = nullptr;
     current_ = 0;
-    for (const Node* n : g_.nodes()) {
+    for (const Node* n : in_list_order()) {
       for (size_t s = 0; s < n->num_operands(); ++s) check_operand(*n, s, n->operand(s));
       for (size_t i = 0; i < n->num_outputs(); ++i) check_output(*n, i);
       check_collective_waits(*n);
@@ -494,7 +475,7 @@ class Verifier {
     for (const sym::Symbol& s : g_.symbols())
       if (!s.hint_admissible()) issue("symbol " + s.to_string() + ": the hint is not admissible");
     for (const Value* in : g_.inputs()) check_value_symbols(in, nullptr);
-    for (const Node* n : g_.nodes()) {
+    for (const Node* n : in_list_order()) {
       check_arg_symbols(*n);
       for (const Value* out : n->outputs()) check_value_symbols(out, n);
     }
@@ -515,12 +496,12 @@ class Verifier {
   // names them; passes and tests may use operators only they define. Operators are
   // looked up once per name.
   void check_schema(const Node& n) {
-    auto it = operators_.find(n.op());
+    auto it = operators_.find(&n.op());
     if (it == operators_.end()) {
       std::optional<c10::OperatorHandle> op = exec::find_operator(n.op());
       std::optional<exec::SchemaChecker> checker;
       if (op) checker.emplace(op->schema(), n.op_name());
-      it = operators_.emplace(n.op(), std::move(checker)).first;
+      it = operators_.emplace(&n.op(), std::move(checker)).first;
     }
     if (!it->second) {
       if (std::optional<exec::ArgumentProblem> refused = exec::refusal(n, nullptr))
@@ -532,7 +513,7 @@ class Verifier {
   }
 
   void check_schemas() {
-    for (const Node* n : g_.nodes()) check_schema(*n);
+    for (const Node* n : in_list_order()) check_schema(*n);
   }
 
   // Every use recorded on a value must point at an operand slot (or graph output)
@@ -597,7 +578,7 @@ class Verifier {
   std::optional<size_t> listed_index(const Use& use) const {
     if (use.is_graph_output())
       return use.slot < g_.outputs().size() ? std::optional<size_t>(total_slots_ + use.slot) : std::nullopt;
-    const std::optional<uint32_t> position = positions_.find(use.user);
+    const std::optional<uint32_t> position = position_of(use.user);
     if (!position || use.slot >= use.user->num_operands()) return std::nullopt;
     return first_slot_[*position] + use.slot;
   }
@@ -612,7 +593,7 @@ class Verifier {
       }
     };
     for (const Value* in : g_.inputs()) add(in);
-    for (const Node* n : g_.nodes())
+    for (const Node* n : in_list_order())
       for (const Value* out : n->outputs()) add(out);
     indexed_ = true;
   }
@@ -621,10 +602,10 @@ class Verifier {
     index_use_lists();
     for (const Value* in : g_.inputs()) check_value_uses(in);
     size_t position = 0;
-    for (const Node* n : g_.nodes()) {
+    for (const Node* n : in_list_order()) {
       for (const Value* out : n->outputs()) check_value_uses(out);
       // A node listed twice has one position: look the slots up through the index then.
-      const std::optional<uint32_t> at = positions_.find(n);
+      const std::optional<uint32_t> at = position_of(n);
       const bool first_visit = at && *at == position;
       for (size_t s = 0; s < n->num_operands(); ++s) {
         const Value* v = n->operand(s);
@@ -659,7 +640,15 @@ class Verifier {
   std::vector<VerifierIssue> issues_;
   /// Full verifier: every node's position in the list and the index of its first operand
   /// slot among all slots in list order.
-  NodePositions positions_;
+  // Node -> position in the list.
+  ir::PointerIndex positions_;
+  std::optional<uint32_t> position_of(const Node* n) const {
+    const uint32_t p = positions_.find(n);
+    return p == ir::PointerIndex::npos ? std::nullopt : std::optional<uint32_t>(p);
+  }
+  // The nodes in list order, as collect() found them: the later full checks walk this
+  // array instead of chasing next pointers, so the memory reads of nodes ahead overlap.
+  std::vector<const Node*> listed_;
   std::vector<size_t> first_slot_;
   size_t total_slots_ = 0;
   size_t current_ = 0;  ///< position of the node check_nodes is at
@@ -671,7 +660,8 @@ class Verifier {
   std::set<std::tuple<const Value*, const Node*, uint32_t>> overflow_uses_;
   std::unordered_map<const Value*, std::set<std::pair<const Node*, uint32_t>>> long_lists_;
   /// Each operator's schema, classified once (nullopt: an operator the dispatcher lacks).
-  std::unordered_map<std::string, std::optional<exec::SchemaChecker>> operators_;
+  // By the address of the interned operator name (ir::intern_operator).
+  std::unordered_map<const std::string*, std::optional<exec::SchemaChecker>> operators_;
   std::optional<std::map<std::string, int64_t>> hints_;
   std::vector<Key> keys_;  ///< one per issue
   Key key_;

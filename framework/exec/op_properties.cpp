@@ -136,25 +136,10 @@ const std::pair<const std::string, OpProperties>& lookup_shared(const ir::Node& 
   return *it;  // unordered_map references stay valid across inserts
 }
 
-// A cheap hash of an operator string: its length and up to 16 of its bytes (the 8 after
-// a leading namespace-sized prefix and the last 8), enough to tell a graph's few hundred
-// operators apart; a collision only costs a lookup in the shared cache.
-inline size_t quick_hash(const std::string& op) {
-  const size_t n = op.size();
-  uint64_t a = 0, b = 0;
-  if (n >= 8) {
-    std::memcpy(&a, op.data() + (n >= 14 ? 6 : 0), 8);
-    std::memcpy(&b, op.data() + n - 8, 8);
-  } else {
-    std::memcpy(&a, op.data(), n);
-  }
-  uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full) ^ (n * 0x165667B19E3779F9ull);
-  return static_cast<size_t>(h ^ (h >> 29));
-}
-
 // Every pass asks about every node several times: a per-thread direct-mapped cache in
-// front of the shared, locked one keeps that to a hash of a few words and one string
-// compare. Entries point into the shared cache, whose elements never move or die.
+// front of the shared, locked one, keyed by the address of the node's operator name (one
+// interned string per name, ir::intern_operator), so a hit reads neither the name nor the
+// shared table. Entries point into the shared cache, whose elements never move or die.
 const OpProperties& properties(const ir::Node& node) {
   struct Entry {
     const std::string* key = nullptr;
@@ -162,11 +147,11 @@ const OpProperties& properties(const ir::Node& node) {
   };
   constexpr size_t kSlots = 512;
   thread_local Entry slots[kSlots];
-  const std::string& op = node.op();
-  Entry& e = slots[quick_hash(op) & (kSlots - 1)];
-  if (e.key != nullptr && *e.key == op) return *e.props;
+  const std::string* op = &node.op();
+  Entry& e = slots[(reinterpret_cast<uintptr_t>(op) >> 4) & (kSlots - 1)];
+  if (e.key == op) return *e.props;
   const auto& shared = lookup_shared(node);
-  e.key = &shared.first;
+  e.key = op;
   e.props = &shared.second;
   return shared.second;
 }

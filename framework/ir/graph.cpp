@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 
 namespace passcheck::ir {
 
@@ -159,19 +161,35 @@ void Value::replace_uses_if(Value* other, const std::function<bool(const Use&)>&
 
 Node::~Node() = default;
 
+const std::string* intern_operator(std::string_view op) {
+  // A per-thread direct-mapped cache in front of the shared table: building a graph asks
+  // for the same few hundred names over and over, and then pays a hash and a compare
+  // instead of a lock.
+  constexpr size_t kRecent = 256;
+  thread_local const std::string* recent[kRecent] = {};
+  const size_t hash = std::hash<std::string_view>{}(op);
+  const std::string*& cached = recent[hash & (kRecent - 1)];
+  if (cached != nullptr && *cached == op) return cached;
+  static std::mutex mutex;
+  static std::unordered_set<std::string> names;  // node-based: an element never moves
+  std::lock_guard<std::mutex> lock(mutex);
+  cached = &*names.emplace(op).first;
+  return cached;
+}
+
 NodeMeta& Node::mutable_meta() {
   graph_->touch(this, kTouchMeta);
   return meta_;
 }
 
 std::string Node::op_name() const {
-  auto dot = op_.find('.');
-  return dot == std::string::npos ? op_ : op_.substr(0, dot);
+  auto dot = op_->find('.');
+  return dot == std::string::npos ? *op_ : op_->substr(0, dot);
 }
 
 std::string Node::overload() const {
-  auto dot = op_.find('.');
-  return dot == std::string::npos ? std::string() : op_.substr(dot + 1);
+  auto dot = op_->find('.');
+  return dot == std::string::npos ? std::string() : op_->substr(dot + 1);
 }
 
 std::string Node::op_base() const {
@@ -180,7 +198,6 @@ std::string Node::op_base() const {
   return colon == std::string::npos ? name : name.substr(colon + 2);
 }
 
-Value* Node::operand(size_t slot) const { return slots_.at(slot)->value; }
 
 std::vector<Value*> Node::operands() const {
   std::vector<Value*> out;
@@ -231,7 +248,7 @@ void Node::rebuild_slots() {
 }
 
 void Node::set_args(std::vector<Arg> args) {
-  check_value_args(args, graph_, op_);
+  check_value_args(args, graph_, *op_);
   drop_uses();
   args_ = std::move(args);
   rebuild_slots();
@@ -295,7 +312,7 @@ void remap_values(Arg& a, const std::function<Value*(Value*)>& map) {
 }
 }  // namespace
 
-Graph::Graph() = default;
+Graph::Graph() : names_([](const Value* v) -> const std::string& { return v->name_; }) {}
 
 Graph::~Graph() {
   // Drop every node without use-list bookkeeping: all values die together.
@@ -340,8 +357,12 @@ void Graph::clear_outputs() {
   graph_changes_ |= kGraphOutputs;
 }
 
-Node* Graph::create(const std::string& op, std::vector<Arg> args, Node* insert_before) {
-  check_value_args(args, this, op);
+Node* Graph::create(std::string_view op, std::vector<Arg> args, Node* insert_before) {
+  return create_interned(intern_operator(op), std::move(args), insert_before);
+}
+
+Node* Graph::create_interned(const std::string* op, std::vector<Arg> args, Node* insert_before) {
+  check_value_args(args, this, *op);
   Node* node = new Node(this, op);
   node->args_ = std::move(args);
   node->rebuild_slots();
@@ -355,7 +376,7 @@ Node* Graph::clone_node(const Node& src, const std::function<Value*(Value*)>& ma
                         const std::string& name_suffix) {
   std::vector<Arg> args = src.args_;
   for (Arg& a : args) remap_values(a, map);
-  Node* node = create(src.op_, std::move(args), insert_before);
+  Node* node = create_interned(src.op_, std::move(args), insert_before);
   node->meta_ = src.meta_;  // the node is new: already touched
   for (const auto& out : src.outputs_)
     node->add_output(out->type_, out->meta_, name_suffix.empty() ? out->name_ : out->name_ + name_suffix)->placements_ =
@@ -366,7 +387,7 @@ Node* Graph::clone_node(const Node& src, const std::function<Value*(Value*)>& ma
 void Graph::erase(Node* node) {
   for (const auto& out : node->outputs_)
     if (out->has_uses())
-      throw IrError("cannot erase node %" + out->name() + " = " + node->op_ + ": its output still has " +
+      throw IrError("cannot erase node %" + out->name() + " = " + *node->op_ + ": its output still has " +
                     std::to_string(out->uses().size()) + " use(s)");
   node->drop_uses();
   for (const auto& out : node->outputs_) forget_name(out.get());
@@ -378,7 +399,7 @@ void Graph::erase(Node* node) {
 
 Node* Graph::adopt(Node* node, const std::function<Value*(Value*)>& map, Node* insert_before) {
   Graph* source = node->graph_;
-  if (source == this) throw IrError("adopt: node " + node->op_ + " is already in this graph");
+  if (source == this) throw IrError("adopt: node " + *node->op_ + " is already in this graph");
   if (insert_before && insert_before->graph_ != this)
     throw IrError("adopt: the node to insert before belongs to another graph");
   for (const auto& out : node->outputs_)
@@ -391,12 +412,12 @@ Node* Graph::adopt(Node* node, const std::function<Value*(Value*)>& map, Node* i
   for (size_t i = 0; i < mapped.size(); ++i) {
     Value* old = node->slots_[i]->value;
     Value* v = map(old);
-    if (v == nullptr) throw IrError("adopt: node " + node->op_ + ": operand %" + old->name_ + " maps to a null value");
+    if (v == nullptr) throw IrError("adopt: node " + *node->op_ + ": operand %" + old->name_ + " maps to a null value");
     if (v == old && v->graph_ != this && old->producer_ == nullptr)
-      throw IrError("adopt: node " + node->op_ + ": operand %" + old->name_ +
+      throw IrError("adopt: node " + *node->op_ + ": operand %" + old->name_ +
                     " is an input of another graph and maps to itself");
     if (v != old && v->graph_ != this)
-      throw IrError("adopt: node " + node->op_ + ": operand %" + old->name_ + " maps to %" + v->name_ +
+      throw IrError("adopt: node " + *node->op_ + ": operand %" + old->name_ + " maps to %" + v->name_ +
                     ", a value of another graph");
     mapped[i] = v;
   }
@@ -524,12 +545,12 @@ std::string sanitize(const std::string& base) {
 
 std::string Graph::unique_name(const std::string& base) {
   std::string clean = sanitize(base);
-  if (!names_.count(NameKey(clean))) return clean;
+  if (!names_.contains(clean)) return clean;
   int64_t& counter = name_counters_[clean];
   std::string candidate;
   do {
     candidate = clean + "_" + std::to_string(++counter);
-  } while (names_.count(NameKey(candidate)));
+  } while (names_.contains(candidate));
   return candidate;
 }
 
@@ -544,40 +565,34 @@ void Graph::register_name(Value* v, const std::string& hint) {
   // A clean, free name (every name a parser or clone() gives) costs one lookup.
   if (is_clean_name(hint)) {
     v->name_ = hint;
-    if (names_.emplace(NameKey(v->name_), v).second) return;  // one lookup when the name is free
+    if (names_.insert(v)) return;  // one lookup when the name is free
   }
   v->name_ = unique_name(hint);
-  names_.emplace(NameKey(v->name_), v);
+  names_.insert(v);
 }
 
 void Graph::forget_name(Value* v) {
-  auto it = names_.find(NameKey(v->name_));
-  if (it != names_.end() && it->second == v) names_.erase(it);
+  names_.erase(v);
 }
 
 void Graph::rename(Value* v, const std::string& name) {
   if (v->name_ == name) return;
-  auto it = names_.find(NameKey(name));
-  if (it != names_.end()) throw IrError("value name %" + name + " is already taken");
+  if (names_.contains(name)) throw IrError("value name %" + name + " is already taken");
   if (sanitize(name) != name) throw IrError("invalid value name '" + name + "'");
   forget_name(v);
   v->name_ = name;
-  names_.emplace(NameKey(v->name_), v);
+  names_.insert(v);
   v->touch_declaration();
 }
 
-void Graph::reserve_values(size_t values) { names_.reserve(values); }
-
 Value* Graph::find_value(std::string_view name) const {
-  auto it = names_.find(NameKey(name));
-  return it == names_.end() ? nullptr : it->second;
+  return names_.find(name);
 }
 
 std::unique_ptr<Graph> Graph::clone() const {
   auto g = std::make_unique<Graph>();
   ska::flat_hash_map<const Value*, Value*> map;
   map.reserve(names_.size());
-  g->names_.reserve(names_.size());
   for (Value* in : inputs_) {
     Value* c = g->add_input(in->name_, in->type_, in->meta_, in->role_);
     c->placements_ = in->placements_;

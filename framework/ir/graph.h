@@ -6,6 +6,7 @@
 #pragma once
 
 #include "framework/ir/meta.h"
+#include "framework/ir/name_index.h"
 #include "framework/ir/sym_claim.h"
 
 #include <c10/core/Layout.h>
@@ -172,8 +173,10 @@ class Value {
 class Node {
  public:
   ~Node();
-  /// Qualified operator with overload: "aten::mm", "aten::split.Tensor".
-  const std::string& op() const { return op_; }
+  /// Qualified operator with overload: "aten::mm", "aten::split.Tensor". The string is the
+  /// process's one copy of that name (intern_operator): two nodes' op() are equal exactly
+  /// when they are the same object, and reading it costs no cache miss per node.
+  const std::string& op() const { return *op_; }
   /// Operator name without the overload: "aten::split".
   std::string op_name() const;
   /// Overload name, empty for the default overload.
@@ -189,7 +192,7 @@ class Node {
 
   /// Value operands in argument order (repeats kept); slot i is operand(i).
   size_t num_operands() const { return slots_.size(); }
-  Value* operand(size_t slot) const;
+  Value* operand(size_t slot) const { return slots_.at(slot)->value; }
   std::vector<Value*> operands() const;
   void replace_operand(size_t slot, Value* v);
 
@@ -225,12 +228,12 @@ class Node {
  private:
   friend class Graph;
   friend class Value;
-  Node(Graph* g, std::string op) : graph_(g), op_(std::move(op)) {}
+  Node(Graph* g, const std::string* op) : graph_(g), op_(op) {}
   void rebuild_slots();
   void drop_uses();
 
   Graph* graph_;
-  std::string op_;
+  const std::string* op_;  // interned (intern_operator)
   std::vector<Arg> args_;
   std::vector<Arg*> slots_;  // pointers into args_ for every Value reference
   std::vector<std::unique_ptr<Value>> outputs_;
@@ -242,6 +245,11 @@ class Node {
   uint8_t touched_ = 0;
   uint32_t touched_slot_ = 0;  // index in the graph's touched list while touched_ != 0
 };
+
+/// The one copy of the operator name `op` this process keeps: every node points at it
+/// instead of owning a string (a graph names a few hundred operators over a million nodes).
+/// Thread-safe; the strings live as long as the process.
+const std::string* intern_operator(std::string_view op);
 
 /// Thrown on misuse of the IR API (erasing a used node, unknown value, ...).
 class IrError : public std::runtime_error {
@@ -269,7 +277,7 @@ class Graph {
 
   /// Creates a node (outputs are added by the caller) before `insert_before`, or at
   /// the end when it is null.
-  Node* create(const std::string& op, std::vector<Arg> args, Node* insert_before = nullptr);
+  Node* create(std::string_view op, std::vector<Arg> args, Node* insert_before = nullptr);
   /// Copies `src` (args remapped through `map`, outputs with the same types, metadata
   /// and `name_suffix` appended to output names) before `insert_before`.
   Node* clone_node(const Node& src, const std::function<Value*(Value*)>& map,
@@ -326,9 +334,6 @@ class Graph {
   void rename(Value* v, const std::string& name);
   /// Value by name, or null.
   Value* find_value(std::string_view name) const;
-  /// Sizes the name table for `values` values in all, so that a builder that knows about
-  /// how many it will add (the parser) does not grow it step by step.
-  void reserve_values(size_t values);
 
   /// Symbols the graph's shapes and integer arguments are expressed in.
   const std::vector<sym::Symbol>& symbols() const { return symbols_; }
@@ -393,6 +398,7 @@ class Graph {
  private:
   friend class Node;
   friend class Value;
+  Node* create_interned(const std::string* op, std::vector<Arg> args, Node* insert_before);
   void link_before(Node* node, Node* anchor);
   void unlink(Node* node);
   void assign_order(Node* node);
@@ -413,21 +419,7 @@ class Graph {
   Node* head_ = nullptr;
   Node* tail_ = nullptr;
   size_t num_nodes_ = 0;
-  // Keys view each value's own name_ (values live behind unique_ptrs and never move; a
-  // rename or an erase takes the key out first): no second copy of every name. Open
-  // addressing (LibTorch's flat map) with the hash kept in the key: a million-value graph
-  // registers a million names, and a probe that compared names it did not need read
-  // another value's memory; now only a probe whose hash matches compares the names.
-  struct NameKey {
-    std::string_view name;
-    size_t hash;
-    explicit NameKey(std::string_view n) : name(n), hash(std::hash<std::string_view>{}(n)) {}
-    bool operator==(const NameKey& other) const { return hash == other.hash && name == other.name; }
-  };
-  struct NameKeyHash {
-    size_t operator()(const NameKey& key) const { return key.hash; }
-  };
-  ska::flat_hash_map<NameKey, Value*, NameKeyHash> names_;
+  NameIndex names_;  // keys view each value's own name_ (a rename or an erase takes it out first)
   std::unordered_map<std::string, int64_t> name_counters_;
   std::vector<sym::Symbol> symbols_;
   std::vector<sym::Claim> claims_;

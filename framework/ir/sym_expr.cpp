@@ -979,10 +979,12 @@ Expr range_constraint(const Symbol& symbol) {
 // -----------------------------------------------------------------------------------------
 // Expr
 
-Expr::Expr() {
-  static const auto zero = std::make_shared<const ExprNode>(Kind::Constant, 0, std::string(), std::vector<Expr>{});
-  node_ = zero;
+const ExprNode& Expr::zero_node() {
+  static const ExprNode zero(Kind::Constant, 0, std::string(), std::vector<Expr>{});
+  return zero;
 }
+
+const ExprNode* Expr::node() const { return &n(); }
 
 Expr Expr::constant(int64_t value) { return make_leaf(Kind::Constant, value); }
 
@@ -994,37 +996,37 @@ Expr Expr::symbol(const std::string& name) {
   return make_leaf(Kind::Symbol, 0, name);
 }
 
-Expr::Kind Expr::kind() const { return node_->kind; }
+Expr::Kind Expr::kind() const { return n().kind; }
 
-bool Expr::is_constant() const { return node_->kind == Kind::Constant; }
+bool Expr::is_constant() const { return n().kind == Kind::Constant; }
 
 std::optional<int64_t> Expr::as_constant() const {
   if (!is_constant()) return std::nullopt;
-  return node_->value;
+  return n().value;
 }
 
 std::optional<bool> Expr::as_bool() const {
-  if (node_->kind != Kind::BoolConstant) return std::nullopt;
-  return node_->value != 0;
+  if (n().kind != Kind::BoolConstant) return std::nullopt;
+  return n().value != 0;
 }
 
-bool Expr::is_symbol() const { return node_->kind == Kind::Symbol; }
+bool Expr::is_symbol() const { return n().kind == Kind::Symbol; }
 
 const std::string& Expr::symbol_name() const {
   if (!is_symbol()) throw std::logic_error("symbol_name() of non-symbol '" + to_string() + "'");
-  return node_->name;
+  return n().name;
 }
 
 int64_t Expr::constant_value() const {
-  if (node_->kind != Kind::Constant && node_->kind != Kind::BoolConstant)
+  if (n().kind != Kind::Constant && n().kind != Kind::BoolConstant)
     throw std::logic_error("constant_value() of non-constant '" + to_string() + "'");
-  return node_->value;
+  return n().value;
 }
 
-const std::vector<Expr>& Expr::operands() const { return node_->operands; }
+const std::vector<Expr>& Expr::operands() const { return n().operands; }
 
 bool Expr::is_boolean() const {
-  switch (node_->kind) {
+  switch (n().kind) {
     case Kind::Eq:
     case Kind::Ne:
     case Kind::Lt:
@@ -1050,11 +1052,11 @@ std::set<std::string> Expr::free_symbols() const {
 
 bool Expr::contains_symbol(const std::string& name) const {
   if (!has_symbols()) return false;
-  if (is_symbol()) return node_->name == name;
+  if (is_symbol()) return n().name == name;
   return std::any_of(operands().begin(), operands().end(), [&](const Expr& op) { return op.contains_symbol(name); });
 }
 
-bool Expr::has_symbols() const { return node_->has_symbols; }
+bool Expr::has_symbols() const { return n().has_symbols; }
 
 std::string Expr::to_string() const {
   std::string out;
@@ -1064,12 +1066,12 @@ std::string Expr::to_string() const {
 
 bool Expr::operator==(const Expr& o) const {
   if (node_ == o.node_) return true;
-  return node_->hash == o.node_->hash && compare_nodes(*node_, *o.node_) == 0;
+  return n().hash == o.n().hash && compare_nodes(n(), o.n()) == 0;
 }
 
-bool Expr::operator<(const Expr& o) const { return compare_nodes(*node_, *o.node_) < 0; }
+bool Expr::operator<(const Expr& o) const { return compare_nodes(n(), o.n()) < 0; }
 
-size_t Expr::hash() const { return node_->hash; }
+size_t Expr::hash() const { return n().hash; }
 
 // -----------------------------------------------------------------------------------------
 // Constructors

@@ -81,8 +81,9 @@ class Expr {
     BoolConstant
   };
 
-  /// The constant 0.
-  Expr();
+  /// The constant 0 (no node of its own: default-constructed expressions, one in every
+  /// graph argument, cost no allocation and no reference count).
+  Expr() = default;
   static Expr constant(int64_t value);
   static Expr boolean(bool value);
   /// Throws std::invalid_argument unless `name` parses back as a symbol (an identifier
@@ -115,11 +116,13 @@ class Expr {
   bool operator<(const Expr& o) const;
   size_t hash() const;
 
-  const ExprNode* node() const { return node_.get(); }
+  const ExprNode* node() const;
   explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
 
  private:
-  std::shared_ptr<const ExprNode> node_;
+  static const ExprNode& zero_node();
+  const ExprNode& n() const { return node_ ? *node_ : zero_node(); }
+  std::shared_ptr<const ExprNode> node_;  // null: the constant 0
 };
 
 Expr operator+(const Expr& a, const Expr& b);

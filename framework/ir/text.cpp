@@ -389,11 +389,6 @@ class Parser {
   std::unique_ptr<Graph> parse() {
     top_ = std::make_unique<Graph>();
     top_->source_name = source_;
-    // About one value a line: sized once instead of doubling through a million-entry table.
-    // Capped at one value per 24 bytes of text, so that a text of empty lines reserves no
-    // more than a few times its own size.
-    top_->reserve_values(std::min(static_cast<size_t>(std::count(text_.begin(), text_.end(), '\n')) + 1,
-                                  text_.size() / 24));
     graph_ = top_.get();
     while (true) {
       if (peek_word("symbol")) parse_symbol();
@@ -1196,9 +1191,9 @@ class Parser {
     int op_line = line_, op_col = col_;
     size_t start = pos_;
     while (!at_end() && (word_char(peek()) || peek() == ':')) advance();
-    std::string op(text_.substr(start, pos_ - start));
+    const std::string_view op = text_.substr(start, pos_ - start);
     if (!is_valid_op_name(op))
-      fail_at(op_line, op_col, "expected an operator such as aten::mm but found '" + op + "'");
+      fail_at(op_line, op_col, "expected an operator such as aten::mm but found '" + std::string(op) + "'");
     expect('(');
     std::vector<Arg> args;
     std::vector<SourcePos> arg_positions;

@@ -1,12 +1,11 @@
 // split_into_segments(): see segments.h.
 #include "passes/cudagraph/segments.h"
 
+#include "framework/ir/pointer_index.h"
 #include "passes/partition/split.h"
 
 #include <algorithm>
 #include <stdexcept>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace passcheck::passes {
 
@@ -34,55 +33,78 @@ ir::Module split_into_segments(const ir::Graph& graph, const std::vector<size_t>
     throw std::invalid_argument("split_into_segments: segment " + std::to_string(segment_of_node.back() + 1) +
                                 " has no node");
 
-  // Segment of every node and of every value a node defines.
-  std::unordered_map<const ir::Value*, size_t> segment_of;
-  std::unordered_map<const ir::Node*, size_t> node_segment, position;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    node_segment[nodes[i]] = segment_of_node[i];
-    position[nodes[i]] = i;
-    for (const ir::Value* v : nodes[i]->outputs()) segment_of[v] = segment_of_node[i];
-  }
-  const std::unordered_set<const ir::Value*> returned(graph.outputs().begin(), graph.outputs().end());
+  // Dense indices instead of hash maps keyed by pointer (a 10^6-node part was a few
+  // million map entries, each its own allocation): a node's position, and per value the
+  // index among its segment's results. A value is returned by one segment only: its
+  // producer's, or segment 0 for a graph input.
+  ir::PointerIndex position(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) position.insert(nodes[i], static_cast<uint32_t>(i));
+  auto segment_of = [&](const ir::Value* v) -> size_t {
+    if (v->is_graph_input()) return 0;
+    const uint32_t at = position.find(v->producer());
+    if (at == ir::PointerIndex::npos) throw std::out_of_range("split_into_segments: a value of another graph");
+    return segment_of_node[at];
+  };
+  ir::PointerIndex returned(graph.outputs().size());
+  for (const ir::Value* v : graph.outputs()) returned.insert(v, 0);
 
   // Per segment: the values it returns (read by a later segment or by the graph), in
   // graph order.
   std::vector<std::vector<const ir::Value*>> outputs(num_segments);
-  std::vector<std::unordered_set<const ir::Value*>> exported(num_segments);
+  ir::PointerIndex output_index(nodes.size() + graph.inputs().size());
   auto export_value = [&](const ir::Value* v, size_t s) {
-    if (exported[s].insert(v).second) outputs[s].push_back(v);
+    if (output_index.try_insert(v, static_cast<uint32_t>(outputs[s].size()))) outputs[s].push_back(v);
   };
   // Graph inputs the graph returns go through segment 0, in input order.
   for (const ir::Value* in : graph.inputs())
-    if (returned.count(in)) export_value(in, 0);
+    if (returned.find(in) != ir::PointerIndex::npos) export_value(in, 0);
   for (size_t i = 0; i < nodes.size(); ++i)
     for (const ir::Value* v : nodes[i]->outputs()) {
-      bool needed = returned.count(v) > 0;
-      for (const ir::Use& u : v->uses())
-        if (!u.is_graph_output() && node_segment.at(u.user) > segment_of_node[i]) needed = true;
+      bool needed = returned.find(v) != ir::PointerIndex::npos;
+      for (const ir::Use& u : v->uses()) {
+        if (needed) break;
+        if (u.is_graph_output()) continue;
+        const uint32_t at = position.find(u.user);
+        if (at == ir::PointerIndex::npos) throw std::out_of_range("split_into_segments: a use by a node of another graph");
+        needed = segment_of_node[at] > segment_of_node[i];
+      }
       if (needed) export_value(v, segment_of_node[i]);
     }
+  auto result_index = [&](const ir::Value* v) -> size_t {
+    const uint32_t o = output_index.find(v);
+    if (o == ir::PointerIndex::npos) throw std::out_of_range("split_into_segments: a linked value no segment returns");
+    return o;
+  };
 
   ir::Module module;
   for (const ir::Value* in : graph.inputs()) module.input_names.push_back(in->name());
-  std::vector<std::unordered_map<const ir::Value*, size_t>> output_index(num_segments);
-  for (size_t s = 0; s < num_segments; ++s)
-    for (size_t o = 0; o < outputs[s].size(); ++o) output_index[s][outputs[s][o]] = o;
 
   size_t first = 0;
+  std::vector<const ir::Value*> read;
+  std::vector<ir::Value*> copies;  // by index in `copy_of`
   for (size_t s = 0; s < num_segments; ++s) {
     size_t last = first;
     while (last < nodes.size() && segment_of_node[last] == s) ++last;
     // Inputs: graph inputs it reads (or passes through), then linked values, each in
     // graph order.
-    std::unordered_set<const ir::Value*> read;
+    ir::PointerIndex seen(2 * (last - first) + 16);
+    read.clear();
+    auto note_read = [&](const ir::Value* v) {
+      if (seen.try_insert(v, 0)) read.push_back(v);
+    };
     for (size_t i = first; i < last; ++i)
-      for (size_t k = 0; k < nodes[i]->num_operands(); ++k) read.insert(nodes[i]->operand(k));
+      for (size_t k = 0; k < nodes[i]->num_operands(); ++k) note_read(nodes[i]->operand(k));
     if (s == 0)
       for (const ir::Value* v : outputs[0])
-        if (v->is_graph_input()) read.insert(v);
+        if (v->is_graph_input()) note_read(v);
     auto g = std::make_unique<ir::Graph>();
     copy_graph_context(graph, *g);
-    std::unordered_map<const ir::Value*, ir::Value*> map;
+    ir::PointerIndex copy_of(read.size() + 2 * (last - first) + 16);
+    copies.clear();
+    auto map_to = [&](const ir::Value* from, ir::Value* to) {
+      copy_of.insert(from, static_cast<uint32_t>(copies.size()));
+      copies.push_back(to);
+    };
     ir::ModulePart p;
     // Graph inputs it reads, in input order (an input's output_index is its position).
     std::vector<const ir::Value*> read_inputs;
@@ -91,7 +113,7 @@ ir::Module split_into_segments(const ir::Graph& graph, const std::vector<size_t>
     std::sort(read_inputs.begin(), read_inputs.end(),
               [](const ir::Value* a, const ir::Value* b) { return a->output_index() < b->output_index(); });
     for (const ir::Value* in : read_inputs) {
-      map[in] = copy_input(*g, in, in->role());
+      map_to(in, copy_input(*g, in, in->role()));
       p.input_sources.push_back(std::nullopt);
     }
     // Linked values in graph order (producer position, then output index): sorting what
@@ -100,29 +122,34 @@ ir::Module split_into_segments(const ir::Graph& graph, const std::vector<size_t>
     std::vector<std::pair<size_t, const ir::Value*>> linked;
     for (const ir::Value* v : read)
       if (!v->is_graph_input())
-        if (auto at = position.find(v->producer()); at != position.end() && at->second < first)
-          linked.emplace_back(at->second, v);
+        if (const uint32_t at = position.find(v->producer()); at != ir::PointerIndex::npos && at < first)
+          linked.emplace_back(at, v);
     std::sort(linked.begin(), linked.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : a.second->output_index() < b.second->output_index();
     });
     for (const auto& [at, v] : linked) {
-      map[v] = copy_input(*g, v, ir::InputRole::Argument);
-      const size_t from = segment_of.at(v);
-      p.input_sources.push_back(ir::PartOutput{from, output_index[from].at(v)});
+      map_to(v, copy_input(*g, v, ir::InputRole::Argument));
+      const size_t from = segment_of(v);
+      p.input_sources.push_back(ir::PartOutput{from, result_index(v)});
     }
+    auto copied = [&](const ir::Value* v) -> ir::Value* {
+      const uint32_t at = copy_of.find(v);
+      if (at == ir::PointerIndex::npos) throw std::out_of_range("split_into_segments: %" + v->name() + " has no copy");
+      return copies[at];
+    };
     for (size_t i = first; i < last; ++i) {
-      ir::Node* copy = g->clone_node(*nodes[i], [&](ir::Value* v) { return map.at(v); });
-      for (size_t k = 0; k < nodes[i]->num_outputs(); ++k) map[nodes[i]->output(k)] = copy->output(k);
+      ir::Node* copy = g->clone_node(*nodes[i], copied);
+      for (size_t k = 0; k < nodes[i]->num_outputs(); ++k) map_to(nodes[i]->output(k), copy->output(k));
     }
-    for (const ir::Value* v : outputs[s]) g->add_output(map.at(v));
+    for (const ir::Value* v : outputs[s]) g->add_output(copied(v));
     p.name = segment_name(part, s, captured[s]);
     p.graph = std::move(g);
     module.parts.push_back(std::move(p));
     first = last;
   }
   for (const ir::Value* v : graph.outputs()) {
-    const size_t s = v->is_graph_input() ? 0 : segment_of.at(v);
-    module.outputs.push_back(ir::PartOutput{s, output_index[s].at(v)});
+    const size_t s = segment_of(v);
+    module.outputs.push_back(ir::PartOutput{s, result_index(v)});
   }
   return module;
 }

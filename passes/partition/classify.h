@@ -9,7 +9,7 @@
 
 #include "framework/check/pass.h"
 #include "framework/ir/graph.h"
-#include "passes/partition/pointer_index.h"
+#include "framework/ir/pointer_index.h"
 
 #include <cstdint>
 #include <string>
@@ -37,9 +37,9 @@ struct Classification {
   std::vector<uint32_t> value_producer;   // per value id: the producer's position, npos for a graph input
   std::vector<uint32_t> operand_begin;    // per position, and one past the last: range in operand_ids
   std::vector<uint32_t> operand_ids;      // per operand slot: the value id (npos: not a value of the graph)
-  PointerIndex index;                     // node -> position, graph input -> its number
+  ir::PointerIndex index;                     // node -> position, graph input -> its number
 
-  static constexpr uint32_t npos = PointerIndex::npos;
+  static constexpr uint32_t npos = ir::PointerIndex::npos;
 
   /// Position of `node` in `nodes`, npos for a node of another graph.
   uint32_t position(const ir::Node* node) const { return index.find(node); }

@@ -10,8 +10,8 @@
 namespace passcheck::passes {
 
 const OpFacts& OpFactsCache::of(const ir::Node& node) {
-  const std::string& op = node.op();
-  auto it = facts_.find(std::string_view(op));
+  const std::string* op = &node.op();
+  auto it = facts_.find(op);
   if (it != facts_.end()) return it->second;
   OpFacts f;
   f.mutating = exec::is_mutating(node);
@@ -20,7 +20,7 @@ const OpFacts& OpFactsCache::of(const ir::Node& node) {
   f.side_effects = exec::has_side_effects(node);
   f.compute_intensive = is_compute_intensive(node);
   f.heavy_outside_classic_list = is_heavy_kernel_outside_the_classic_list(node.op_base());
-  return facts_.emplace(std::string_view(op), f).first->second;
+  return facts_.emplace(op, f).first->second;
 }
 
 const char* unsafe_to_recompute(const ir::Node& node, const OpFacts& facts) {

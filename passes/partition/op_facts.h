@@ -9,7 +9,6 @@
 #include "passes/partition/classify.h"
 
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -26,14 +25,14 @@ struct OpFacts {
   bool heavy_outside_classic_list = false;
 };
 
-/// Per-pass cache of OpFacts by operator name. Keys view the nodes' operator strings:
-/// the nodes asked about must outlive the cache.
+/// Per-pass cache of OpFacts by operator, keyed by the address of the node's interned
+/// operator name (ir::intern_operator: one string per name, alive as long as the process).
 class OpFactsCache {
  public:
   const OpFacts& of(const ir::Node& node);
 
  private:
-  std::unordered_map<std::string_view, OpFacts> facts_;
+  std::unordered_map<const std::string*, OpFacts> facts_;
 };
 
 /// unsafe_to_recompute (split.h) from the node's facts: the reason, or null.

@@ -126,7 +126,7 @@ TEST(HostileGraph, ConstantsAndValuesOfTheWrongKindAreRefusedBeforeDispatch) {
     EXPECT_EQ(msg.find("INTERNAL ASSERT"), std::string::npos) << msg;
   }
   // What the executor converts or LibTorch takes stays accepted.
-  for (const std::string& ok : {"%y : f32[2, 3] = aten::mul.Tensor(%x, 2)", "%y : f32[2, 3] = aten::mul.Scalar(%x, %n)",
+  for (const char* ok : {"%y : f32[2, 3] = aten::mul.Tensor(%x, 2)", "%y : f32[2, 3] = aten::mul.Scalar(%x, %n)",
                                 "%y : f32[2, 3] = aten::clamp(%x, None, 1)", "%y : f32[2, 3] = aten::transpose.int(%x, %n, 0)",
                                 "%y : f32[2, 3] = aten::leaky_relu(%x, 1)", "%y : f32[3, 2] = aten::view(%x, [3, %n])"})
     EXPECT_EQ(executor_error(graph_of(ok)), "") << ok;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace passcheck::ir {
@@ -98,6 +99,27 @@ TEST_F(GraphTest, OpNameParts) {
   Node* gather = g.create("_c10d_functional::all_gather_into_tensor", {Arg::of(a)});
   EXPECT_EQ(gather->overload(), "");
   EXPECT_EQ(gather->op_base(), "all_gather_into_tensor");
+}
+
+// Nodes share one string per operator name (ir::intern_operator): passes and exec's
+// property cache key on its address, so equal names must be the same object across graphs,
+// copies and threads, and different names different objects.
+TEST_F(GraphTest, OperatorNamesAreOneStringPerName) {
+  Node* relu = g.create("aten::relu", {Arg::of(a)});
+  Node* neg = g.create("aten::neg", {Arg::of(a)});
+  Graph other;
+  Value* c = other.add_input("c", ValueType::Tensor, f32({2}));
+  const std::string spelled = std::string("aten::") + "relu";
+  Node* relu_elsewhere = other.create(spelled, {Arg::of(c)});
+  EXPECT_EQ(&relu->op(), &relu_elsewhere->op());
+  EXPECT_NE(&relu->op(), &neg->op());
+  EXPECT_EQ(relu->op(), "aten::relu");
+  EXPECT_EQ(&g.clone()->first_node()->op(), &relu->op());
+  const std::string* from_thread = nullptr;
+  std::thread t([&] { from_thread = intern_operator("aten::relu"); });
+  t.join();
+  EXPECT_EQ(from_thread, &relu->op());
+  EXPECT_EQ(intern_operator("aten::neg"), &neg->op());
 }
 
 TEST_F(GraphTest, CreateRejectsNullValueAndLeavesGraphUnchanged) {
