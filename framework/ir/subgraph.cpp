@@ -13,7 +13,11 @@
 
 namespace passcheck::ir {
 
-bool is_invoke_subgraph(const Node& node) { return node.op() == kInvokeSubgraphOp; }
+bool is_invoke_subgraph(const Node& node) {
+  // Operator names are interned: one address comparison, no read of the name.
+  static const std::string* const invoke = intern_operator(kInvokeSubgraphOp);
+  return &node.op() == invoke;
+}
 
 std::string called_subgraph_name(const Node& node) {
   if (!is_invoke_subgraph(node) || node.num_args() == 0 || node.arg(0).kind != Arg::Kind::String) return "";

@@ -426,6 +426,9 @@ class Parser {
 
   // Every call names a known subgraph with matching operands, and calls never recurse.
   void check_calls() {
+    // Nothing to check without a call or a subgraph: no walk over a graph of a million
+    // plain nodes.
+    if (!saw_call_ && !top_->has_subgraphs()) return;
     for (const Graph* g : graphs_of(*top_))
       for (const Node* n : g->nodes()) {
         if (!is_invoke_subgraph(*n)) continue;
@@ -1213,6 +1216,7 @@ class Parser {
       parse_meta(meta);
     }
     Node* node = graph_->create(op, std::move(args));
+    saw_call_ |= is_invoke_subgraph(*node);
     node->source_line = node_line;
     node->source_op = SourcePos{op_line, op_col};
     node->source_args = std::move(arg_positions);
@@ -1239,6 +1243,7 @@ class Parser {
   std::unique_ptr<Graph> top_;
   Graph* graph_ = nullptr;  // the graph being parsed: top_ or a subgraph body
   std::map<std::string, SourcePos> subgraph_pos_;
+  bool saw_call_ = false;  // a passcheck::invoke_subgraph node was parsed
   int list_depth_ = 0;
 };
 
