@@ -19,7 +19,12 @@ const char* to_string(NodeClass c) {
 }
 
 uint32_t Classification::value_id(const ir::Value* v) const {
-  if (v->is_graph_input()) return index.find(v);
+  // A graph input's output_index is its position among the inputs: no lookup (most
+  // operands of a large graph are inputs or recent values, and a lookup is a cache miss).
+  if (v->is_graph_input()) {
+    const size_t i = v->output_index();
+    return i < inputs.size() && inputs[i] == v ? static_cast<uint32_t>(i) : npos;
+  }
   const uint32_t p = index.find(v->producer());
   return p == npos ? npos : output_id(p, v->output_index());
 }
@@ -37,8 +42,8 @@ Classification classify_nodes(const ir::Graph& joint) {
   Classification r;
   const size_t num_nodes = joint.num_nodes();
   r.num_inputs = joint.inputs().size();
-  r.index.reserve(num_nodes + r.num_inputs);
-  for (size_t i = 0; i < r.num_inputs; ++i) r.index.insert(joint.inputs()[i], static_cast<uint32_t>(i));
+  r.inputs.assign(joint.inputs().begin(), joint.inputs().end());
+  r.index.reserve(num_nodes);
   r.nodes.reserve(num_nodes);
   r.first_output.reserve(num_nodes + 1);
   r.value_producer.assign(r.num_inputs, Classification::npos);

@@ -37,7 +37,8 @@ struct Classification {
   std::vector<uint32_t> value_producer;   // per value id: the producer's position, npos for a graph input
   std::vector<uint32_t> operand_begin;    // per position, and one past the last: range in operand_ids
   std::vector<uint32_t> operand_ids;      // per operand slot: the value id (npos: not a value of the graph)
-  ir::PointerIndex index;                     // node -> position, graph input -> its number
+  std::vector<const ir::Value*> inputs;   // the graph's inputs: input i has value id i
+  ir::PointerIndex index;                 // node -> position
 
   static constexpr uint32_t npos = ir::PointerIndex::npos;
 
