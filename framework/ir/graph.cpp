@@ -198,7 +198,6 @@ std::string Node::op_base() const {
   return colon == std::string::npos ? name : name.substr(colon + 2);
 }
 
-
 std::vector<Value*> Node::operands() const {
   std::vector<Value*> out;
   out.reserve(slots_.size());

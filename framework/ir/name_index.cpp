@@ -93,4 +93,10 @@ void NameIndex::erase(const Value* v) {
   --size_;
 }
 
+size_t NameIndex::array_slots() const {
+  size_t slots = 0;
+  for (const auto& run : runs_) slots += run->slots.size();
+  return slots;
+}
+
 }  // namespace passcheck::ir

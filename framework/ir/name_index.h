@@ -40,6 +40,9 @@ class NameIndex {
   /// Removes `v`'s name when it maps to `v`.
   void erase(const Value* v);
   size_t size() const { return size_; }
+  /// Slots of the per-prefix arrays, used or not: what the dense part costs in memory, a
+  /// few times the names it holds at most.
+  size_t array_slots() const;
 
  private:
   // Keys view a name owned elsewhere (a value's name, a run's prefix); the hash is kept

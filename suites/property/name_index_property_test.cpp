@@ -7,6 +7,7 @@
 // names ("v1" and "v1_2"). After every step each name the model holds finds its value,
 // no other name finds anything, and unique_name never hands out a taken name.
 #include "framework/ir/graph.h"
+#include "framework/ir/name_index.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -103,6 +104,22 @@ RC_GTEST_PROP(NameIndex, AgreesWithAMapUnderAddsRenamesAndErasures, ()) {
     RC_ASSERT(model.count(g.unique_name(name)) == 0u);
     expect_agrees(g, model);
   }
+}
+
+// A number far beyond what its prefix holds goes to the hash part: an array indexed by it
+// would cost memory for every number below it.
+TEST(NameIndex, ArraysStayWithinAFewTimesTheNamesTheyHold) {
+  Graph g;
+  NameIndex index([](const Value* v) -> const std::string& { return v->name(); });
+  const std::vector<std::string> names = {"v3", "v4", "v100000000", "v999999999", "v5", "mm_2", "mm_400000000"};
+  std::vector<Value*> values;
+  for (const std::string& name : names) {
+    values.push_back(g.add_input(name, ValueType::Int, std::nullopt));
+    ASSERT_TRUE(index.insert(values.back())) << name;
+  }
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(index.find(names[i]), values[i]) << names[i];
+  EXPECT_EQ(index.size(), names.size());
+  EXPECT_LE(index.array_slots(), 2 * index.size() + 16 * 2);
 }
 
 }  // namespace
