@@ -70,6 +70,9 @@ class Verifier {
     return std::move(issues_);
   }
 
+  /// The passcheck::invoke_subgraph nodes run() met, in list order.
+  const std::vector<const Node*>& calls() const { return calls_; }
+
   std::vector<VerifierIssue> run_changes(const ChangeSet& changes) {
     if (!walk()) return std::move(issues_);  // the list itself is broken: nothing else is trustworthy
     std::unordered_set<const Node*> collectives_seen;
@@ -223,13 +226,16 @@ class Verifier {
   void collect() {
     size_t index = 0;
     const Node* prev = nullptr;
-    first_slot_.reserve(g_.num_nodes());
+    first_slot_.reserve(g_.num_nodes() + 1);
     listed_.reserve(g_.num_nodes());
     for (const Node* n : g_.nodes()) {
       listed_.push_back(n);
       if (positions_.try_insert(n, static_cast<uint32_t>(first_slot_.size()))) {
         first_slot_.push_back(total_slots_);
+        for (size_t s = 0; s < n->num_operands(); ++s) slot_values_.push_back(n->operand(s));
         total_slots_ += n->num_operands();
+      } else {
+        repeated_nodes_ = true;
       }
       ++index;
       if (n->graph() != &g_) issue("node " + quoted(*n) + " says it belongs to another graph");
@@ -238,6 +244,7 @@ class Verifier {
         issue("node order keys disagree with the list: " + quoted(*prev) + " is not before " + quoted(*n));
       prev = n;
     }
+    first_slot_.push_back(total_slots_);  // the end of the last node's slots
     if (index != g_.num_nodes())
       issue("the graph counts " + std::to_string(g_.num_nodes()) + " nodes but its list holds " +
             std::to_string(index));
@@ -369,11 +376,12 @@ class Verifier {
       if (!is_input(v)) issue("node " + quoted(n) + ": operand %" + v->name() + " is not a graph input");
       return true;
     }
-    if (!in_graph(v->producer())) {
+    const std::optional<uint32_t> position = trust_order_ ? std::nullopt : position_of(v->producer());
+    if (trust_order_ ? !in_graph(v->producer()) : !position) {
       issue("node " + quoted(n) + ": operand " + origin(v));
       return false;
     }
-    const bool before = trust_order_ ? v->producer()->is_before(&n) : *position_of(v->producer()) < current_;
+    const bool before = trust_order_ ? v->producer()->is_before(&n) : *position < current_;
     if (!before)
       issue("node " + quoted(n) + ": operand %" + v->name() + " is used before its definition (" + origin(v) +
             ", later in the graph)");
@@ -394,10 +402,14 @@ class Verifier {
     const Node* first_optimizer = nullptr;
     current_ = 0;
     for (const Node* n : in_list_order()) {
-      for (size_t s = 0; s < n->num_operands(); ++s) check_operand(*n, s, n->operand(s));
+      if (const Value* const* operands = first_visit_operands(n, current_))
+        for (size_t s = 0; s < n->num_operands(); ++s) check_operand(*n, s, operands[s]);
+      else
+        for (size_t s = 0; s < n->num_operands(); ++s) check_operand(*n, s, n->operand(s));
       for (size_t i = 0; i < n->num_outputs(); ++i) check_output(*n, i);
       check_collective_waits(*n);
       check_meta(*n, first_backward, first_optimizer, /*with_wanted=*/true);
+      if (ir::is_invoke_subgraph(*n)) calls_.push_back(n);
       ++current_;
     }
   }
@@ -518,7 +530,10 @@ class Verifier {
 
   // Every use recorded on a value must point at an operand slot (or graph output)
   // holding that value, and every operand slot must be recorded exactly once.
-  void check_value_uses(const Value* v) {
+  // `user_positions`, when given, holds the position of each use's node as
+  // index_use_lists() found it (npos: not in the graph), so the full verifier neither
+  // looks a node up twice nor reads the user node: its operands are in slot_values_.
+  void check_value_uses(const Value* v, const uint32_t* user_positions = nullptr) {
     // Repeats among a few uses are found by looking back (no allocation per value);
     // long use lists go through a set.
     constexpr size_t kLookBack = 16;
@@ -530,9 +545,14 @@ class Verifier {
         if (u.slot >= g_.outputs().size() || g_.outputs()[u.slot] != v)
           issue("%" + v->name() + " lists a use as graph output " + std::to_string(u.slot) +
                 " but that output is not %" + v->name());
-      } else if (!in_graph(u.user)) {
+      } else if (user_positions ? user_positions[k] == ir::PointerIndex::npos : !in_graph(u.user)) {
         issue("%" + v->name() + " lists a use by a node that is not in the graph");
         continue;
+      } else if (user_positions) {
+        const size_t first = first_slot_[user_positions[k]];
+        if (u.slot >= first_slot_[user_positions[k] + 1] - first || slot_values_[first + u.slot] != v)
+          issue("%" + v->name() + " lists a use as operand " + std::to_string(u.slot) + " of " + quoted(*u.user) +
+                " but that operand is not %" + v->name());
       } else {
         if (u.slot >= u.user->num_operands() || u.user->operand(u.slot) != v)
           issue("%" + v->name() + " lists a use as operand " + std::to_string(u.slot) + " of " + quoted(*u.user) +
@@ -576,18 +596,24 @@ class Verifier {
 
   // Position of an operand slot or graph output in listed_by_; nullopt outside the graph.
   std::optional<size_t> listed_index(const Use& use) const {
+    return use.is_graph_output() ? listed_index(use, ir::PointerIndex::npos) : listed_index(use, positions_.find(use.user));
+  }
+  // The same, given the position of the use's node (npos: not in the graph).
+  std::optional<size_t> listed_index(const Use& use, uint32_t position) const {
     if (use.is_graph_output())
       return use.slot < g_.outputs().size() ? std::optional<size_t>(total_slots_ + use.slot) : std::nullopt;
-    const std::optional<uint32_t> position = position_of(use.user);
-    if (!position || use.slot >= use.user->num_operands()) return std::nullopt;
-    return first_slot_[*position] + use.slot;
+    if (position == ir::PointerIndex::npos || use.slot >= first_slot_[position + 1] - first_slot_[position])
+      return std::nullopt;
+    return first_slot_[position] + use.slot;
   }
 
   void index_use_lists() {
     listed_by_.assign(total_slots_ + g_.outputs().size(), nullptr);
     auto add = [&](const Value* v) {
       for (const Use& u : v->uses()) {
-        const std::optional<size_t> at = listed_index(u);
+        const uint32_t position = u.is_graph_output() ? ir::PointerIndex::npos : positions_.find(u.user);
+        user_positions_.push_back(position);
+        const std::optional<size_t> at = listed_index(u, position);
         if (at && (listed_by_[*at] == nullptr || listed_by_[*at] == v)) listed_by_[*at] = v;
         else overflow_uses_.insert({v, u.user, u.slot});
       }
@@ -600,15 +626,22 @@ class Verifier {
 
   void check_use_lists() {
     index_use_lists();
-    for (const Value* in : g_.inputs()) check_value_uses(in);
+    // Values are visited in the order index_use_lists() recorded their uses' positions.
+    size_t next_use = 0;
+    auto check_uses = [&](const Value* v) {
+      check_value_uses(v, user_positions_.data() + next_use);
+      next_use += v->uses().size();
+    };
+    for (const Value* in : g_.inputs()) check_uses(in);
     size_t position = 0;
     for (const Node* n : in_list_order()) {
-      for (const Value* out : n->outputs()) check_value_uses(out);
+      for (const Value* out : n->outputs()) check_uses(out);
       // A node listed twice has one position: look the slots up through the index then.
-      const std::optional<uint32_t> at = position_of(n);
-      const bool first_visit = at && *at == position;
+      const Value* const* operands = first_visit_operands(n, position);
+      const std::optional<uint32_t> at = operands ? std::optional<uint32_t>(position) : position_of(n);
+      const bool first_visit = operands != nullptr;
       for (size_t s = 0; s < n->num_operands(); ++s) {
-        const Value* v = n->operand(s);
+        const Value* v = operands ? operands[s] : n->operand(s);
         if (!v) continue;
         const bool found = first_visit && listed_by_[first_slot_[*at] + s] == v
                                ? true
@@ -649,8 +682,23 @@ class Verifier {
   // The nodes in list order, as collect() found them: the later full checks walk this
   // array instead of chasing next pointers, so the memory reads of nodes ahead overlap.
   std::vector<const Node*> listed_;
-  std::vector<size_t> first_slot_;
+  std::vector<size_t> first_slot_;  ///< by position, and one past the last node
   size_t total_slots_ = 0;
+  /// Every operand slot's value, in list order (first_slot_ indexes it): read
+  /// sequentially instead of through each node's argument vectors.
+  std::vector<const Value*> slot_values_;
+  bool repeated_nodes_ = false;  ///< the list holds a node twice
+  /// The position of each use's node, in the order index_use_lists() visited the uses.
+  std::vector<uint32_t> user_positions_;
+  // Operand values of the node at list position `at` when it is that node's first visit
+  // (its position), else null.
+  const Value* const* first_visit_operands(const Node* n, size_t at) const {
+    if (repeated_nodes_) {
+      const std::optional<uint32_t> position = position_of(n);
+      if (!position || *position != at) return nullptr;
+    }
+    return slot_values_.data() + first_slot_[at];
+  }
   size_t current_ = 0;  ///< position of the node check_nodes is at
   /// Incremental verifier: the walk found the list sound, so graph pointers and order
   /// keys stand for membership and order.
@@ -665,6 +713,7 @@ class Verifier {
   std::optional<std::map<std::string, int64_t>> hints_;
   std::vector<Key> keys_;  ///< one per issue
   Key key_;
+  std::vector<const Node*> calls_;
 };
 
 }  // namespace
@@ -688,15 +737,20 @@ std::vector<VerifierIssue> verify_changes(const ir::Graph& graph, const ChangeSe
 }
 
 std::vector<VerifierIssue> verify_graph(const ir::Graph& graph) {
-  std::vector<VerifierIssue> issues = Verifier(graph).run();
+  Verifier top(graph);
+  std::vector<VerifierIssue> issues = top.run();
   if (graph.root() != &graph) return issues;  // a body alone: its calls are checked from the top
-  // A nest: every body on its own, then every call against the body it names.
-  for (const auto& [name, body] : graph.subgraphs())
-    for (VerifierIssue& issue : Verifier(*body).run())
+  // A nest: every body on its own, then every call against the body it names. The calls
+  // are the ones each graph's walk met (no second walk over a million-node list).
+  std::vector<std::pair<const ir::Graph*, std::vector<const Node*>>> calls{{&graph, top.calls()}};
+  for (const auto& [name, body] : graph.subgraphs()) {
+    Verifier inner(*body);
+    for (VerifierIssue& issue : inner.run())
       issues.push_back(VerifierIssue{"subgraph '" + name + "': " + issue.message});
-  for (const ir::Graph* g : ir::graphs_of(graph))
-    for (const Node* n : g->nodes()) {
-      if (!ir::is_invoke_subgraph(*n)) continue;
+    calls.emplace_back(body.get(), inner.calls());
+  }
+  for (const auto& [g, nodes] : calls)
+    for (const Node* n : nodes) {
       std::string problem = ir::call_problem(*n);
       if (problem.empty()) continue;
       std::string where = g->subgraph_name().empty() ? "" : "subgraph '" + g->subgraph_name() + "': ";
