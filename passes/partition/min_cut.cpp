@@ -320,13 +320,7 @@ MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& 
   NodeFacts facts;
   facts.op.resize(n);
   for (uint32_t p = 0; p < n; ++p) facts.op[p] = &written.op(p);
-  // Asked only about nodes that read a storage written in place (built on first need).
-  std::optional<MutationIndex> mutations;
-  auto reads_value_written_later = [&](uint32_t p) {
-    if (!written.reads_written_storage(p)) return false;
-    if (!mutations) mutations.emplace(joint);
-    return mutations->reads_value_written_later(*classes.nodes[p]);
-  };
+  auto reads_value_written_later = [&](uint32_t p) { return written.reads_value_written_later(joint, p); };
   facts.unsafe_why.assign(n, nullptr);
   facts.unsafe.assign(n, 0);
   facts.to_sink.assign(n, 0);

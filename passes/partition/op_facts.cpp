@@ -37,6 +37,7 @@ WrittenStorage::WrittenStorage(const Classification& classes, OpFactsCache& ops)
   const size_t values = classes.num_values();
   root_.resize(values);
   written_.assign(values, 0);
+  last_writer_.assign(values, npos);
   op_.resize(classes.nodes.size());
   for (uint32_t id = 0; id < classes.num_inputs; ++id) root_[id] = id;
   for (uint32_t p = 0; p < classes.nodes.size(); ++p) {
@@ -57,16 +58,44 @@ WrittenStorage::WrittenStorage(const Classification& classes, OpFactsCache& ops)
     if (!f.mutating) continue;
     auto written = exec::written_values(node);
     if (!written) continue;
+    const uint32_t first_slot = classes.operand_begin[p];
+    const uint32_t slots = classes.operand_begin[p + 1] - first_slot;
     for (const ir::Value* v : *written) {
-      const uint32_t id = classes.value_id(v);
+      // A written value is an operand (out= and in-place arguments): its id is recorded.
+      uint32_t slot = 0;
+      while (slot < slots && node.operand(slot) != v) ++slot;
+      const uint32_t id = slot < slots ? classes.operand_ids[first_slot + slot] : classes.value_id(v);
       if (id == npos) {
         conservative_ = true;  // a write outside the graph: no cheap answer
         continue;
       }
       written_[root_[id]] = 1;
+      last_writer_[root_[id]] = p;  // positions only grow: the last one stays
       any_ = true;
     }
   }
+}
+
+bool WrittenStorage::reads_value_written_later(const ir::Graph& joint, uint32_t position) const {
+  if (!reads_written_storage(position)) return false;
+  if (conservative_) {
+    if (!mutations_) mutations_.emplace(joint);
+    return mutations_->reads_value_written_later(*classes_.nodes[position]);
+  }
+  // As MutationIndex::read_facts: operands in slot order, the first root written later
+  // whose storage a recomputation would not create afresh decides.
+  for (uint32_t s = classes_.operand_begin[position]; s < classes_.operand_begin[position + 1]; ++s) {
+    const uint32_t id = classes_.operand_ids[s];
+    if (id == Classification::npos) continue;  // not conservative: nothing outside the graph is written
+    const uint32_t root = root_[id];
+    if (last_writer_[root] == Classification::npos || last_writer_[root] <= position) continue;
+    if (root >= classes_.num_inputs) {
+      const ir::Node* creator = classes_.nodes[classes_.value_producer[root]];
+      if (ir::is_recomputable(creator->meta().recompute) && !must_stay_in_forward(*creator)) continue;
+    }
+    return true;
+  }
+  return false;
 }
 
 bool WrittenStorage::reads_written_storage(uint32_t position) const {

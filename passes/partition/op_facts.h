@@ -6,8 +6,10 @@
 #pragma once
 
 #include "framework/ir/graph.h"
+#include "passes/ac/ac_passes.h"
 #include "passes/partition/classify.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -38,17 +40,21 @@ class OpFactsCache {
 /// unsafe_to_recompute (split.h) from the node's facts: the reason, or null.
 const char* unsafe_to_recompute(const ir::Node& node, const OpFacts& facts);
 
-/// Which nodes of a classified joint graph read a storage some in-place node writes: the
-/// nodes MutationIndex::reads_value_written_later (passes/ac) can answer true for. That
-/// answer needs a write into the storage root of an operand (views and in-place results
-/// followed to their source, as storage_root does); this filter finds the written roots
-/// once, so the index is asked about the few nodes that read one, and built only then.
+/// Which nodes of a classified joint graph read a storage some in-place node writes, and
+/// MutationIndex::reads_value_written_later (passes/ac) for them: the storage root of
+/// every value (views and in-place results followed to their source, as storage_root
+/// does) and the last node writing each root, by dense id, found in one walk.
 class WrittenStorage {
  public:
   WrittenStorage(const Classification& classes, OpFactsCache& ops);
   /// False when no operand of the node at `position` shares a storage root with a value
   /// some node writes in place.
   bool reads_written_storage(uint32_t position) const;
+  /// MutationIndex(joint).reads_value_written_later(node at `position`): an operand's
+  /// storage is written in place after the node, and a recomputation would not create
+  /// that storage afresh. From the dense roots; where a value lies outside the graph, from
+  /// a MutationIndex of `joint` built on first need.
+  bool reads_value_written_later(const ir::Graph& joint, uint32_t position) const;
   /// The operator facts of the node at `position` (asked of every node on the way).
   const OpFacts& op(uint32_t position) const { return *op_[position]; }
   /// False when no node of the graph writes in place.
@@ -59,6 +65,8 @@ class WrittenStorage {
   std::vector<const OpFacts*> op_;  // per position
   std::vector<uint32_t> root_;     // per value id: its storage root's id
   std::vector<uint8_t> written_;   // per value id (roots only): written in place
+  std::vector<uint32_t> last_writer_;  // per value id (roots only): position of the last writer, npos: none
+  mutable std::optional<MutationIndex> mutations_;  // the conservative case only
   bool any_ = false;
   bool conservative_ = false;  // a value outside the graph: every node may read a written storage
 };

@@ -81,7 +81,6 @@ std::vector<const ir::Value*> replay_saved_values(const ir::Graph& joint, const 
 
   // What the backward needs, stopping at saved values; forced saves where a node cannot
   // run again. Which values are saved does not depend on the order of the walk.
-  std::optional<MutationIndex> mutations;  // built on first need
   OpFactsCache ops;
   const WrittenStorage written(classes, ops);
   // Per position: whether the producer may run again in the backward (asked once).
@@ -102,11 +101,8 @@ std::vector<const ir::Value*> replay_saved_values(const ir::Graph& joint, const 
     if (kind[p] == kUnknown) {
       const ir::Node* producer = classes.nodes[p];
       const OpFacts& f = written.op(p);
-      bool unsafe = unsafe_to_recompute(*producer, f) != nullptr;
-      if (!unsafe && written.reads_written_storage(p)) {
-        if (!mutations) mutations.emplace(joint);
-        unsafe = mutations->reads_value_written_later(*producer);
-      }
+      const bool unsafe =
+          unsafe_to_recompute(*producer, f) != nullptr || written.reads_value_written_later(joint, p);
       const bool collective = f.collective && !ir::is_recomputable(producer->meta().recompute);
       kind[p] = unsafe ? kUnsafe : collective ? kCollective : kRecomputable;
     }

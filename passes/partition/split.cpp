@@ -119,9 +119,6 @@ SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, con
     const uint32_t id = classes.value_id(v);
     if (id != npos) requested[id] = 1;
   }
-  // Built on first need: only a recomputed node that reads a storage written in place
-  // is asked whether the write comes later.
-  std::optional<MutationIndex> mutations;
   OpFactsCache ops;
   const WrittenStorage written(classes, ops);
 
@@ -156,10 +153,7 @@ SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, con
       recompute[p] = 1;
       const ir::Node* producer = classes.nodes[p];
       const char* why = unsafe_to_recompute(*producer, written.op(p));
-      if (!why && written.reads_written_storage(p)) {
-        if (!mutations) mutations.emplace(joint);
-        if (mutations->reads_value_written_later(*producer)) why = "reads-value-written-later";
-      }
+      if (!why && written.reads_value_written_later(joint, p)) why = "reads-value-written-later";
       if (why)
         refuse("the backward needs %" + value_at(joint, classes, need.value)->name() + " (read by `" +
                ir::print_node(*classes.nodes[need.reader]) + "`), but `" + ir::print_node(*producer) +
