@@ -79,8 +79,11 @@ Classification classify_nodes(const ir::Graph& joint) {
 
   // Required forward: what the forward results depend on, stopping at the backward.
   std::vector<uint32_t> stack;
+  r.output_ids.reserve(joint.outputs().size());
   for (const ir::Value* out : joint.outputs()) {
     const uint32_t p = out->producer() ? r.position(out->producer()) : Classification::npos;
+    r.output_ids.push_back(out->producer() ? (p == Classification::npos ? p : r.output_id(p, out->output_index()))
+                                           : r.value_id(out));
     const bool bw = p != Classification::npos && r.classes[p] == NodeClass::RequiredBackward;
     r.output_is_backward.push_back(bw);
     if (!bw && p != Classification::npos) stack.push_back(p);

@@ -29,6 +29,8 @@ struct Classification {
   std::vector<NodeClass> classes;
   /// Per joint output: true when a required-backward node produces it.
   std::vector<bool> output_is_backward;
+  /// Per joint output: its value id (npos: not a value of the graph).
+  std::vector<uint32_t> output_ids;
 
   // Dense value ids, in graph order: graph input i is i; output k of the node at
   // position p is num_inputs + first_output[p] + k.

@@ -227,7 +227,33 @@ struct NodeFacts {
   std::vector<uint8_t> unsafe;          // unsafe_to_recompute || reads a value written later
   std::vector<uint8_t> to_sink;         // recomputable and safe: forced to the sink before any ban
   std::vector<const char*> ban;         // the ban counted for the node (null: none)
+  /// Per position and per value id: a path leads from it to the sink (a backward node or
+  /// one forced to the sink reads it, directly or through other nodes). The rest of the
+  /// graph carries no flow: the network leaves it out (SinkReach).
+  std::vector<uint8_t> node_reaches_sink;
+  std::vector<uint8_t> value_reaches_sink;
 };
+
+// Vertices with no path to the sink never carry flow, and a maximum flow's minimal cut
+// (the vertices reachable from the source in the residual network, the same for every
+// maximum flow) never passes through them: no path from the source to a vertex that
+// reaches the sink goes through one that does not. Leaving them out changes neither the
+// flow nor the cut, and a forward whose values the backward does not read costs nothing.
+void find_sink_reach(const Classification& classes, NodeFacts& facts) {
+  const size_t n = classes.nodes.size();
+  facts.node_reaches_sink.assign(n, 0);
+  facts.value_reaches_sink.assign(classes.num_values(), 0);
+  // Users come after producers: a reverse walk sees every user of a value first.
+  for (uint32_t p = static_cast<uint32_t>(n); p-- > 0;) {
+    bool reaches = classes.is_backward_at(p) || facts.to_sink[p];
+    for (uint32_t id = classes.output_id(p, 0); !reaches && id < classes.output_id(p + 1, 0); ++id)
+      reaches = facts.value_reaches_sink[id];
+    if (!reaches) continue;
+    facts.node_reaches_sink[p] = 1;
+    for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s)
+      if (classes.operand_ids[s] != Classification::npos) facts.value_reaches_sink[classes.operand_ids[s]] = 1;
+  }
+}
 
 // One max-flow over the classified joint graph with the nodes marked in `unbanned` treated as recomputable.
 Cut cut_once(const Classification& classes, const Distances& dist, const NodeFacts& facts,
@@ -243,6 +269,7 @@ Cut cut_once(const Classification& classes, const Distances& dist, const NodeFac
     return w;
   };
   for (size_t i = 0; i < classes.num_inputs; ++i) {
+    if (!facts.value_reaches_sink[i]) continue;
     Vertex a = net.add_vertex(), b = net.add_vertex();
     net.add_edge(net.source(), a, kInfinite);
     net.add_edge(a, b, 0);
@@ -250,6 +277,7 @@ Cut cut_once(const Classification& classes, const Distances& dist, const NodeFac
     value_out[i] = b;
   }
   for (uint32_t p = 0; p < n; ++p) {
+    if (!facts.node_reaches_sink[p]) continue;
     const ir::Node* node = classes.nodes[p];
     const Vertex in = net.add_vertex();
     node_in[p] = in;
@@ -271,6 +299,7 @@ Cut cut_once(const Classification& classes, const Distances& dist, const NodeFac
     }
   }
   for (uint32_t p = 0; p < n; ++p) {
+    if (!facts.node_reaches_sink[p]) continue;
     const Vertex in = node_in[p];
     for (uint32_t s = classes.operand_begin[p]; s < classes.operand_begin[p + 1]; ++s) {
       const uint32_t id = classes.operand_ids[s];
@@ -297,6 +326,7 @@ Cut cut_once(const Classification& classes, const Distances& dist, const NodeFac
         "recomputation and forced to recompute",
         {});
   for (uint32_t p = 0; p < n; ++p) {
+    if (!facts.node_reaches_sink[p]) continue;  // not in the network: never cut
     const ir::Node* node = classes.nodes[p];
     for (size_t k = 0; k < node->num_outputs(); ++k) {
       const uint32_t id = classes.output_id(p, k);
@@ -313,10 +343,15 @@ Cut cut_once(const Classification& classes, const Distances& dist, const NodeFac
 
 MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& classes, const MinCutOptions& options,
                                   check::Decisions& d) {
-  const Distances dist = distances_to_backward(classes);
-  const size_t n = classes.nodes.size();
   OpFactsCache ops;
   const WrittenStorage written(classes, ops);
+  return min_cut_saved_values(joint, classes, options, d, written);
+}
+
+MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& classes, const MinCutOptions& options,
+                                  check::Decisions& d, const WrittenStorage& written) {
+  const Distances dist = distances_to_backward(classes);
+  const size_t n = classes.nodes.size();
   NodeFacts facts;
   facts.op.resize(n);
   for (uint32_t p = 0; p < n; ++p) facts.op[p] = &written.op(p);
@@ -346,6 +381,7 @@ MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& 
     facts.ban[p] = why;
     if (std::strcmp(why, "compute-intensive") == 0) unbannable.push_back(p);
   }
+  find_sink_reach(classes, facts);
   std::vector<double> scale(101);
   for (int64_t k = 1; k <= 100; ++k) scale[static_cast<size_t>(k)] = std::pow(1.1, static_cast<double>(k));
   std::vector<uint8_t> unbanned(n, 0);
@@ -447,9 +483,11 @@ check::PassResult partition_min_cut_pass(ir::Module& module, const check::PassOp
   cut_options.memory_budget = std::stod(options.get("memory-budget"));
   MinCutResult cut;
   SplitResult split;
+  OpFactsCache ops;
+  const WrittenStorage written(classes, ops);  // the cut's and the split's
   try {
-    cut = min_cut_saved_values(joint, classes, cut_options, d);
-    split = split_joint_consuming(module.parts.front().graph, cut.saved, classes);
+    cut = min_cut_saved_values(joint, classes, cut_options, d, written);
+    split = split_joint_consuming(module.parts.front().graph, cut.saved, classes, written);
   } catch (const check::RefusedInput& e) {
     throw check::RefusedInput(e.what(), result);
   }

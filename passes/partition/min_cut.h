@@ -55,6 +55,11 @@ struct MinCutResult {
 /// finite cut exists.
 MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& classes, const MinCutOptions& options,
                                   check::Decisions& d);
+class WrittenStorage;
+/// The same with the joint graph's WrittenStorage (op_facts.h) built by the caller, who
+/// hands it on to the split.
+MinCutResult min_cut_saved_values(const ir::Graph& joint, const Classification& classes, const MinCutOptions& options,
+                                  check::Decisions& d, const WrittenStorage& written);
 
 /// partition-min-cut: module pass on a one-part module; leaves parts forward and backward.
 check::PassResult partition_min_cut_pass(ir::Module& module, const check::PassOptions& options);

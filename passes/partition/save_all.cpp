@@ -46,6 +46,14 @@ bool tagged_must_save(const ir::Node& n) {
 
 std::vector<const ir::Value*> replay_saved_values(const ir::Graph& joint, const Classification& classes,
                                                   ReplaySemantics semantics, check::Decisions& d) {
+  OpFactsCache ops;
+  const WrittenStorage written(classes, ops);
+  return replay_saved_values(joint, classes, semantics, d, written);
+}
+
+std::vector<const ir::Value*> replay_saved_values(const ir::Graph& joint, const Classification& classes,
+                                                  ReplaySemantics semantics, check::Decisions& d,
+                                                  const WrittenStorage& written) {
   constexpr uint32_t npos = Classification::npos;
   const bool landed = semantics == ReplaySemantics::Landed;
   const bool ignore_multi_output_tags = d.injected("ignore-multi-output-tags");
@@ -81,8 +89,6 @@ std::vector<const ir::Value*> replay_saved_values(const ir::Graph& joint, const 
 
   // What the backward needs, stopping at saved values; forced saves where a node cannot
   // run again. Which values are saved does not depend on the order of the walk.
-  OpFactsCache ops;
-  const WrittenStorage written(classes, ops);
   // Per position: whether the producer may run again in the backward (asked once).
   enum : uint8_t { kUnknown = 0, kRecomputable = 1, kUnsafe = 2, kCollective = 3 };
   std::vector<uint8_t> kind(num_nodes, kUnknown);
@@ -244,8 +250,11 @@ check::PassResult partition_save_all_pass(ir::Module& module, const check::PassO
   const Classification classes = classify_nodes(joint);
   const ReplaySemantics semantics = options.get("semantics") == "pr467" ? ReplaySemantics::Pr467 : ReplaySemantics::Landed;
   SplitResult split;
+  OpFactsCache ops;
+  const WrittenStorage written(classes, ops);  // the replay's and the split's
   try {
-    split = split_joint_consuming(module.parts.front().graph, replay_saved_values(joint, classes, semantics, d), classes);
+    split = split_joint_consuming(module.parts.front().graph, replay_saved_values(joint, classes, semantics, d, written),
+                                  classes, written);
   } catch (const check::RefusedInput& e) {
     throw check::RefusedInput(e.what(), result);
   }

@@ -32,6 +32,12 @@ std::vector<size_t> parse_save_outputs(const std::string& text);
 /// The saved set a replay of the tags in `joint` chooses (graph order).
 std::vector<const ir::Value*> replay_saved_values(const ir::Graph& joint, const Classification& classes,
                                                   ReplaySemantics semantics, check::Decisions& d);
+class WrittenStorage;
+/// The same with the joint graph's WrittenStorage (op_facts.h) built by the caller, who
+/// hands it on to the split.
+std::vector<const ir::Value*> replay_saved_values(const ir::Graph& joint, const Classification& classes,
+                                                  ReplaySemantics semantics, check::Decisions& d,
+                                                  const WrittenStorage& written);
 
 /// Tags the producers of the values the forward part of `module` hands to later parts
 /// (ap_must_save, and ap_save_outputs for a multi-output producer); returns how many

@@ -105,7 +105,7 @@ class HalfMovedGuard {
 // split_joint, copying every node (owner == null) or moving the nodes that run once out
 // of the joint graph `owner` holds (split_joint_consuming).
 SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, const std::vector<const ir::Value*>& saved,
-                  const Classification& classes) {
+                  const Classification& classes, const WrittenStorage* known_written) {
   ir::Graph* consumed = owner ? owner->get() : nullptr;  // the joint graph, mutable
   constexpr uint32_t npos = Classification::npos;
   const size_t num_nodes = classes.nodes.size();
@@ -120,7 +120,9 @@ SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, con
     if (id != npos) requested[id] = 1;
   }
   OpFactsCache ops;
-  const WrittenStorage written(classes, ops);
+  std::optional<WrittenStorage> own_written;
+  if (!known_written) own_written.emplace(classes, ops);
+  const WrittenStorage& written = known_written ? *known_written : *own_written;
 
   // What the backward reads: saved values it links, forward nodes it recomputes, module
   // inputs it takes. A depth-first walk in the order of the recursive definition (a
@@ -174,8 +176,12 @@ SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, con
   // Forward part: every non-backward node a forward result or a linked value depends
   // on, and every one with effects (they run once, in the forward).
   std::vector<const ir::Value*> forward_results;
+  std::vector<uint32_t> forward_result_ids;
   for (size_t i = 0; i < joint.outputs().size(); ++i)
-    if (!classes.output_is_backward[i]) forward_results.push_back(joint.outputs()[i]);
+    if (!classes.output_is_backward[i]) {
+      forward_results.push_back(joint.outputs()[i]);
+      forward_result_ids.push_back(classes.output_ids[i]);
+    }
   std::vector<uint32_t> links;  // value ids, in graph order
   for (uint32_t id = static_cast<uint32_t>(classes.num_inputs); id < num_values; ++id)
     if (linked[id]) links.push_back(id);
@@ -184,8 +190,7 @@ SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, con
   auto push_producer = [&](uint32_t id) {
     if (id != npos && id >= classes.num_inputs) nodes_to_visit.push_back(classes.value_producer[id]);
   };
-  for (const ir::Value* v : forward_results)
-    if (v->producer()) push_producer(classes.value_id(v));
+  for (uint32_t id : forward_result_ids) push_producer(id);
   for (uint32_t id : links) push_producer(id);
   for (uint32_t p = 0; p < num_nodes; ++p)
     if (!classes.is_backward_at(p)) {
@@ -236,12 +241,13 @@ SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, con
       for (size_t i = 0; i < n->num_outputs(); ++i) fmap[classes.output_id(p, i)] = copy->output(i);
     }
   }
-  auto mapped = [&](const std::vector<ir::Value*>& map, const ir::Value* v) {
-    const uint32_t id = classes.value_id(v);
+  // A joint output's copy in a part, by the output's value id.
+  auto mapped = [&](const std::vector<ir::Value*>& map, const ir::Value* v, uint32_t id) {
     if (id == npos || !map[id]) throw std::out_of_range("split: %" + v->name() + " has no copy in the part");
     return map[id];
   };
-  for (const ir::Value* v : forward_results) forward->add_output(mapped(fmap, v));
+  for (size_t i = 0; i < forward_results.size(); ++i)
+    forward->add_output(mapped(fmap, forward_results[i], forward_result_ids[i]));
   for (uint32_t id : links) forward->add_output(fmap[id]);
   std::vector<ir::Value*>().swap(fmap);
 
@@ -330,7 +336,7 @@ SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, con
   size_t next_forward = 0, next_backward = 0;
   for (size_t i = 0; i < joint_outputs.size(); ++i) {
     if (classes.output_is_backward[i]) {
-      backward->add_output(mapped(bmap, joint_outputs[i]));
+      backward->add_output(mapped(bmap, joint_outputs[i], classes.output_ids[i]));
       module.outputs.push_back(ir::PartOutput{1, next_backward++});
     } else {
       module.outputs.push_back(ir::PartOutput{0, next_forward++});
@@ -354,12 +360,19 @@ SplitResult split(const ir::Graph& joint, std::unique_ptr<ir::Graph>* owner, con
 
 SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Value*>& saved,
                         const Classification& classes) {
-  return split(joint, nullptr, saved, classes);
+  return split(joint, nullptr, saved, classes, nullptr);
 }
 
 SplitResult split_joint_consuming(std::unique_ptr<ir::Graph>& joint, const std::vector<const ir::Value*>& saved,
                                   const Classification& classes) {
-  SplitResult result = split(*joint, &joint, saved, classes);
+  SplitResult result = split(*joint, &joint, saved, classes, nullptr);
+  joint.reset();
+  return result;
+}
+
+SplitResult split_joint_consuming(std::unique_ptr<ir::Graph>& joint, const std::vector<const ir::Value*>& saved,
+                                  const Classification& classes, const WrittenStorage& written) {
+  SplitResult result = split(*joint, &joint, saved, classes, &written);
   joint.reset();
   return result;
 }

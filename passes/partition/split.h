@@ -57,6 +57,11 @@ SplitResult split_joint(const ir::Graph& joint, const std::vector<const ir::Valu
 /// with the same symbols, claims and mesh.
 SplitResult split_joint_consuming(std::unique_ptr<ir::Graph>& joint, const std::vector<const ir::Value*>& saved,
                                   const Classification& classes);
+class WrittenStorage;
+/// The same with the joint graph's WrittenStorage (op_facts.h) already built by the
+/// partitioner that chose `saved`.
+SplitResult split_joint_consuming(std::unique_ptr<ir::Graph>& joint, const std::vector<const ir::Value*>& saved,
+                                  const Classification& classes, const WrittenStorage& written);
 
 /// join_module: the inverse of a split (how passcheck "re-traces" a partitioned module):
 /// one graph taking the module's inputs, each part's nodes inlined in part order (linked

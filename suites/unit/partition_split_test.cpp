@@ -258,6 +258,33 @@ TEST(PartitionMinCut, BudgetBelowOneRecomputesAMatmulToSaveLess) {
   testing::expect_module_matches_joint(*g, budgeted, exec::make_inputs(*g));
 }
 
+// PyTorch gives a must-recompute node an edge to the sink whatever reads it: the cut pulls
+// its banned input in even when the backward never reads either (the split then drops the
+// unread value). A network that keeps only what leads to the backward must keep it too.
+TEST(PartitionMinCut, AMustRecomputeNodeTheBackwardNeverReadsStillPullsItsBannedInputIntoTheCut) {
+  auto g = ir::parse_graph(R"(graph(param %w : f32[64, 64], arg %x : f32[8, 64]):
+  %mm : f32[8, 64] = aten::mm(%x, %w)
+  %side : f32[8, 64] = aten::sin(%mm)  #{recompute=must_recompute}
+  %sum : f32[] = aten::sum(%mm, None)  #{phase=loss}
+  %ones_like : f32[] = aten::ones_like(%sum, None, None, None, None, torch.contiguous_format)  #{phase=backward}
+  %expand : f32[8, 64]{0, 0} = aten::expand(%ones_like, [8, 64], False)  #{phase=backward}
+  %t : f32[64, 8]{1, 64} = aten::t(%x)  #{phase=backward}
+  %mm_1 : f32[64, 64] = aten::mm(%t, %expand)  #{phase=backward}
+  return (%sum, %side, %mm_1))");
+  const check::PassInfo info = passes::partition_min_cut_pass_info();
+  const check::PassOptions options(info, {});
+  check::PassResult scratch;
+  check::Decisions d(scratch, options);
+  const passes::Classification classes = passes::classify_nodes(*g);
+  const passes::MinCutResult cut = passes::min_cut_saved_values(*g, classes, passes::MinCutOptions{}, d);
+  std::vector<std::string> names;
+  for (const ir::Value* v : cut.saved) names.push_back(v->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"mm", "sum"}));
+  EXPECT_EQ(cut.unbudgeted_bytes, 8 * 64 * 4 + 4);
+  // The split keeps what the backward reads.
+  EXPECT_EQ(saved_names(min_cut(*g)), (std::vector<std::string>{"sum"}));
+}
+
 TEST(PartitionMinCut, RejectsABudgetOutsideZeroToOne) {
   const auto& pass = check::PassRegistry::global().get("partition-min-cut");
   EXPECT_THROW(check::PassOptions(pass.info, {{"memory-budget", "1.5"}}), check::PassConfigError);
