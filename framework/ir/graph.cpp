@@ -159,7 +159,9 @@ void Value::replace_uses_if(Value* other, const std::function<bool(const Use&)>&
 
 // ---- Node ---------------------------------------------------------------------------
 
-Node::~Node() = default;
+Node::~Node() {
+  for (Value* v : outputs_) delete v;
+}
 
 const std::string* intern_operator(std::string_view op) {
   // A per-thread direct-mapped cache in front of the shared table: building a graph asks
@@ -232,11 +234,22 @@ void collect_slots(Arg& a, std::vector<Arg*>& slots) {
   else if (a.kind == Arg::Kind::List)
     for (Arg& e : a.list) collect_slots(e, slots);
 }
+
+size_t count_slots(const Arg& a) {
+  if (a.kind == Arg::Kind::Value) return 1;
+  size_t n = 0;
+  if (a.kind == Arg::Kind::List)
+    for (const Arg& e : a.list) n += count_slots(e);
+  return n;
+}
 }  // namespace
 
 // Arguments must have passed check_value_args.
 void Node::rebuild_slots() {
   slots_.clear();
+  size_t slots = 0;
+  for (const Arg& a : args_) slots += count_slots(a);
+  slots_.reserve(slots);  // exactly: a graph holds a million of these
   for (Arg& a : args_) collect_slots(a, slots_);
   for (size_t i = 0; i < slots_.size(); ++i) {
     Value* v = slots_[i]->value;
@@ -271,9 +284,10 @@ void Node::replace_operand(size_t slot, Value* v) {
 }
 
 Value* Node::add_output(ValueType type, std::optional<TensorMeta> meta, const std::string& name_hint) {
-  outputs_.push_back(std::unique_ptr<Value>(new Value(graph_, this, outputs_.size(), type, std::move(meta))));
-  Value* v = outputs_.back().get();
-  output_ptrs_.push_back(v);
+  // Room first, so a failed allocation cannot leak the value; most nodes have one output.
+  if (outputs_.size() == outputs_.capacity()) outputs_.reserve(outputs_.empty() ? 1 : 2 * outputs_.size());
+  Value* v = new Value(graph_, this, outputs_.size(), type, std::move(meta));
+  outputs_.push_back(v);
   graph_->register_name(v, name_hint.empty() ? op_base() : name_hint);
   graph_->touch(this, kTouchOutputs);
   return v;
@@ -389,7 +403,7 @@ void Graph::erase(Node* node) {
       throw IrError("cannot erase node %" + out->name() + " = " + *node->op_ + ": its output still has " +
                     std::to_string(out->uses().size()) + " use(s)");
   node->drop_uses();
-  for (const auto& out : node->outputs_) forget_name(out.get());
+  for (Value* out : node->outputs_) forget_name(out);
   unlink(node);
   --num_nodes_;
   if (node->touched_) touched_nodes_[node->touched_slot_] = nullptr;
@@ -424,12 +438,12 @@ Node* Graph::adopt(Node* node, const std::function<Value*(Value*)>& map, Node* i
   --source->num_nodes_;
   if (node->touched_) source->touched_nodes_[node->touched_slot_] = nullptr;
   node->touched_ = 0;
-  for (const auto& out : node->outputs_) source->forget_name(out.get());
+  for (Value* out : node->outputs_) source->forget_name(out);
   node->graph_ = this;
-  for (const auto& out : node->outputs_) {
+  for (Value* out : node->outputs_) {
     out->graph_ = this;
     const std::string hint = out->name_;
-    register_name(out.get(), hint);
+    register_name(out, hint);
   }
   for (size_t i = 0; i < mapped.size(); ++i) {
     Value* old = node->slots_[i]->value;
@@ -604,7 +618,7 @@ std::unique_ptr<Graph> Graph::clone() const {
     c->source_args = n->source_args;
     for (size_t i = 0; i < n->outputs_.size(); ++i) {
       g->rename(c->output(i), n->outputs_[i]->name_);
-      map[n->outputs_[i].get()] = c->output(i);
+      map[n->outputs_[i]] = c->output(i);
     }
   }
   for (Value* o : outputs_) g->add_output(map.at(o));

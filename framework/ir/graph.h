@@ -143,10 +143,8 @@ class Value {
   /// Rewires the uses for which `pred` holds.
   void replace_uses_if(Value* other, const std::function<bool(const Use&)>& pred);
 
-  /// Where the value's declaration (`%name : type`) starts in the text it was parsed
-  /// from; 0 when not parsed. Lets later checks name file:line:col.
-  int source_line = 0;
-  int source_column = 0;
+  Value(const Value&) = delete;
+  Value& operator=(const Value&) = delete;
 
  private:
   friend class Graph;
@@ -159,20 +157,30 @@ class Value {
   void touch_declaration();
   void touch_uses();
 
+  // What adding a use reads and writes (the graph check, the use list, the producer to
+  // log) shares the first cache line: a graph of a million nodes is out of cache.
   Graph* graph_;
   Node* producer_;
+  std::vector<Use> uses_;
   size_t output_index_;
   ValueType type_;
   InputRole role_ = InputRole::Argument;
-  std::vector<Placement> placements_;
-  std::optional<TensorMeta> meta_;
   std::string name_;
-  std::vector<Use> uses_;
+  std::optional<TensorMeta> meta_;
+  std::vector<Placement> placements_;
+
+ public:
+  /// Where the value's declaration (`%name : type`) starts in the text it was parsed
+  /// from; 0 when not parsed. Lets later checks name file:line:col.
+  int source_line = 0;
+  int source_column = 0;
 };
 
 class Node {
  public:
   ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
   /// Qualified operator with overload: "aten::mm", "aten::split.Tensor". The string is the
   /// process's one copy of that name (intern_operator): two nodes' op() are equal exactly
   /// when they are the same object, and reading it costs no cache miss per node.
@@ -196,8 +204,8 @@ class Node {
   std::vector<Value*> operands() const;
   void replace_operand(size_t slot, Value* v);
 
-  const std::vector<Value*>& outputs() const { return output_ptrs_; }
-  Value* output(size_t i = 0) const { return output_ptrs_.at(i); }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  Value* output(size_t i = 0) const { return outputs_.at(i); }
   size_t num_outputs() const { return outputs_.size(); }
   Value* add_output(ValueType type, std::optional<TensorMeta> meta, const std::string& name_hint = "");
   bool has_users() const;
@@ -217,13 +225,6 @@ class Node {
   void move_before(Node* anchor);
   void move_after(Node* anchor);
 
-  /// Line and column of the node in the text it was parsed from (0 when not parsed).
-  int source_line = 0;
-  /// Where the operator name and each top-level argument were parsed from (empty when
-  /// not parsed), so argument errors can point at `file:line:col`.
-  SourcePos source_op;
-  std::vector<SourcePos> source_args;
-  int source_column = 0;
 
  private:
   friend class Graph;
@@ -232,18 +233,28 @@ class Node {
   void rebuild_slots();
   void drop_uses();
 
+  // What every walk reads (list links, order, operator, operands, outputs) and what the
+  // change log writes come first: two cache lines of a node hold them.
   Graph* graph_;
   const std::string* op_;  // interned (intern_operator)
-  std::vector<Arg> args_;
-  std::vector<Arg*> slots_;  // pointers into args_ for every Value reference
-  std::vector<std::unique_ptr<Value>> outputs_;
-  std::vector<Value*> output_ptrs_;
-  NodeMeta meta_;
   Node* prev_ = nullptr;
   Node* next_ = nullptr;
   int64_t order_ = 0;
   uint8_t touched_ = 0;
   uint32_t touched_slot_ = 0;  // index in the graph's touched list while touched_ != 0
+  std::vector<Arg*> slots_;     // pointers into args_ for every Value reference
+  std::vector<Value*> outputs_;  // owned
+  std::vector<Arg> args_;
+  NodeMeta meta_;
+
+ public:
+  /// Line and column of the node in the text it was parsed from (0 when not parsed).
+  int source_line = 0;
+  /// Where the operator name and each top-level argument were parsed from (empty when
+  /// not parsed), so argument errors can point at `file:line:col`.
+  SourcePos source_op;
+  std::vector<SourcePos> source_args;
+  int source_column = 0;
 };
 
 /// The one copy of the operator name `op` this process keeps: every node points at it

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
 
 namespace passcheck::ir {
 
@@ -161,7 +162,7 @@ std::optional<RecomputePolicy> parse_recompute_policy(const std::string& text) {
 namespace {
 struct DtypeName {
   c10::ScalarType type;
-  const char* name;
+  std::string_view name;  // compared by length first: the parser asks once per value
   int64_t size;
 };
 constexpr DtypeName kDtypes[] = {
@@ -176,7 +177,7 @@ constexpr DtypeName kDtypes[] = {
 
 const char* dtype_short_name(c10::ScalarType dtype) {
   for (const auto& d : kDtypes)
-    if (d.type == dtype) return d.name;
+    if (d.type == dtype) return d.name.data();  // each a literal: NUL-terminated
   return "unknown_dtype";
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -867,7 +868,9 @@ class Parser {
   void parse_type(ValueType& type, std::optional<TensorMeta>& meta) {
     skip_space();
     int line = line_, col = col_;
-    std::string word = read_word();
+    const size_t start = pos_;
+    while (!at_end() && word_char(peek())) advance();
+    const std::string_view word = text_.substr(start, pos_ - start);
     meta.reset();
     if (word == "int") { type = ValueType::Int; return; }
     if (word == "float") { type = ValueType::Float; return; }
@@ -875,8 +878,10 @@ class Parser {
     if (word == "None") { type = ValueType::None; return; }
     type = ValueType::Tensor;
     if (word == "Tensor") return;
-    auto dtype = dtype_from_short_name(word);
-    if (!dtype) fail_at(line, col, "unknown type '" + word + "' (expected a dtype such as f32, bf16, i64, or int/float/bool/None/Tensor)");
+    auto dtype = dtype_from_short_name(std::string(word));
+    if (!dtype)
+      fail_at(line, col, "unknown type '" + std::string(word) +
+                             "' (expected a dtype such as f32, bf16, i64, or int/float/bool/None/Tensor)");
     TensorMeta m;
     m.dtype = *dtype;
     SizeList size_list = parse_size_list('[', ']', "sizes");
@@ -1165,14 +1170,14 @@ class Parser {
   void parse_node() {
     skip_space();
     const int node_line = line_, node_col = col_;
-    struct OutputDecl {
-      std::string name;
-      int line, col;
-      ValueType type;
-      std::optional<TensorMeta> meta;
-      std::vector<Placement> placements;
-    };
-    std::vector<OutputDecl> outs;
+    // Parsed into the parser's buffers, then copied at their exact size: one allocation
+    // per node for each list instead of one per doubling.
+    std::vector<OutputDecl>& outs = outs_;
+    std::vector<Arg>& args = args_;
+    std::vector<SourcePos>& arg_positions = arg_positions_;
+    outs.clear();
+    args.clear();
+    arg_positions.clear();
     if (accept('(')) {
       expect(')');  // a node without outputs
     } else {
@@ -1198,8 +1203,6 @@ class Parser {
     if (!is_valid_op_name(op))
       fail_at(op_line, op_col, "expected an operator such as aten::mm but found '" + std::string(op) + "'");
     expect('(');
-    std::vector<Arg> args;
-    std::vector<SourcePos> arg_positions;
     skip_space();
     if (peek() != ')') {
       do {
@@ -1215,11 +1218,12 @@ class Parser {
       advance();
       parse_meta(meta);
     }
-    Node* node = graph_->create(op, std::move(args));
+    Node* node = graph_->create(op, std::vector<Arg>(std::make_move_iterator(args.begin()),
+                                                     std::make_move_iterator(args.end())));
     saw_call_ |= is_invoke_subgraph(*node);
     node->source_line = node_line;
     node->source_op = SourcePos{op_line, op_col};
-    node->source_args = std::move(arg_positions);
+    node->source_args.assign(arg_positions.begin(), arg_positions.end());
     node->source_column = node_col;
     node->mutable_meta() = std::move(meta);
     for (auto& d : outs) {
@@ -1234,6 +1238,18 @@ class Parser {
       v->source_column = d.col;
     }
   }
+
+  struct OutputDecl {
+    std::string name;
+    int line, col;
+    ValueType type;
+    std::optional<TensorMeta> meta;
+    std::vector<Placement> placements;
+  };
+  // parse_node's buffers, reused from node to node.
+  std::vector<OutputDecl> outs_;
+  std::vector<Arg> args_;
+  std::vector<SourcePos> arg_positions_;
 
   std::string_view text_;
   std::string source_;
