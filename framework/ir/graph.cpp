@@ -118,8 +118,8 @@ void Value::touch_declaration() {
 }
 
 void Value::touch_uses() {
-  if (producer_) graph_->touch(producer_, kTouchUses);
-  else graph_->graph_changes_ |= kGraphInputUses;
+  if (!producer_) graph_->graph_changes_ |= kGraphInputUses;
+  else if (graph_->created_in_log_ != graph_->num_nodes_) graph_->touch(producer_, kTouchUses);
 }
 
 void Value::set_meta(std::optional<TensorMeta> meta) {
@@ -382,6 +382,7 @@ Node* Graph::create_interned(const std::string* op, std::vector<Arg> args, Node*
   link_before(node, insert_before);
   ++num_nodes_;
   touch(node, kTouchCreated);
+  ++created_in_log_;
   return node;
 }
 
@@ -406,6 +407,7 @@ void Graph::erase(Node* node) {
   for (Value* out : node->outputs_) forget_name(out);
   unlink(node);
   --num_nodes_;
+  if (node->touched_ & kTouchCreated) --created_in_log_;
   if (node->touched_) touched_nodes_[node->touched_slot_] = nullptr;
   delete node;
 }
@@ -436,6 +438,7 @@ Node* Graph::adopt(Node* node, const std::function<Value*(Value*)>& map, Node* i
   }
   source->unlink(node);
   --source->num_nodes_;
+  if (node->touched_ & kTouchCreated) --source->created_in_log_;
   if (node->touched_) source->touched_nodes_[node->touched_slot_] = nullptr;
   node->touched_ = 0;
   for (Value* out : node->outputs_) source->forget_name(out);
@@ -456,6 +459,7 @@ Node* Graph::adopt(Node* node, const std::function<Value*(Value*)>& map, Node* i
   link_before(node, insert_before);
   ++num_nodes_;
   touch(node, kTouchCreated);
+  ++created_in_log_;
   return node;
 }
 
@@ -691,6 +695,7 @@ void Graph::clear_changes() {
   for (Node* n : touched_nodes_)
     if (n) n->touched_ = 0;
   touched_nodes_.clear();
+  created_in_log_ = 0;
   graph_changes_ = 0;
 }
 

@@ -439,6 +439,10 @@ class Graph {
   Graph* owner_ = nullptr;
   std::string subgraph_name_;
   std::vector<Node*> touched_nodes_;
+  // Nodes of the graph created since clear_changes(). While it equals num_nodes_ (a graph
+  // being built: parsed, cloned, traced), every node is re-verified whole, so a use added
+  // to a value need not mark its producer: a cache miss per operand and output saved.
+  size_t created_in_log_ = 0;
   uint8_t graph_changes_ = 0;
 };
 

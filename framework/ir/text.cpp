@@ -551,6 +551,8 @@ class Parser {
 
   bool peek_word(std::string_view w) {
     skip_space();
+    // The first character decides almost every time (asked per line, size and number).
+    if (at_end() || text_[pos_] != w.front()) return false;
     return text_.substr(pos_, w.size()) == w &&
            (pos_ + w.size() >= text_.size() || !word_char(text_[pos_ + w.size()]));
   }
