@@ -231,11 +231,15 @@ std::string enum_problem(const EnumDomain& domain, int64_t code) {
 
 struct SchemaChecker::Compiled {
   const c10::FunctionSchema& schema;
+  std::string op_name;
   std::vector<ArgChecker> checkers;  // one per schema argument
+  // refusal(), decided once for the operator: by its name, and where `unsafe` sits.
+  std::optional<ArgumentProblem> refused;
+  std::optional<size_t> unsafe;
 };
 
 SchemaChecker::SchemaChecker(const c10::FunctionSchema& schema, const std::string& op_name)
-    : compiled_(std::make_unique<Compiled>(Compiled{schema, {}})) {
+    : compiled_(std::make_unique<Compiled>(Compiled{schema, op_name, {}, refusal_by_name(op_name), unsafe_argument(schema)})) {
   compiled_->checkers.reserve(schema.arguments().size());
   for (const c10::Argument& a : schema.arguments()) compiled_->checkers.emplace_back(a, op_name);
 }
@@ -246,7 +250,12 @@ SchemaChecker::SchemaChecker(SchemaChecker&&) noexcept = default;
 std::vector<ArgumentProblem> SchemaChecker::check(const ir::Node& node) const {
   const c10::FunctionSchema& schema = compiled_->schema;
   std::vector<ArgumentProblem> problems;
-  if (std::optional<ArgumentProblem> refused = refusal(node, &schema)) return {*refused};
+  // As refusal(node, &schema), from what the operator decided once.
+  if (compiled_->refused) return {*compiled_->refused};
+  if (const std::optional<size_t> unsafe = compiled_->unsafe; unsafe && *unsafe < node.num_args()) {
+    const ir::Arg& a = node.arg(*unsafe);
+    if (a.kind == ir::Arg::Kind::Bool && a.b) return {unsafe_refusal(compiled_->op_name, *unsafe)};
+  }
   const auto& schema_args = schema.arguments();
   if (node.num_args() > schema_args.size()) {
     problems.push_back({std::nullopt, node.op() + " takes " + std::to_string(schema_args.size()) +

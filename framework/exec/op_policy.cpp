@@ -64,22 +64,37 @@ const std::vector<PatternView>& operator_patterns() {
 }
 }  // namespace
 
-std::optional<ArgumentProblem> refusal(const ir::Node& node, const c10::FunctionSchema* schema) {
-  const std::string_view op = std::string_view(node.op()).substr(0, node.op().find('.'));
+std::optional<ArgumentProblem> refusal_by_name(std::string_view op) {
   for (const PatternView& view : operator_patterns()) {
     if (!matches(op, view.pattern)) continue;
     const RefusedOperator& row = *view.row;
     return ArgumentProblem{std::nullopt, std::string(op) + " is refused (" + row.effect + "): it " + row.reason +
                                              "; a graph may not reach outside passcheck's process (docs/security.md)"};
   }
+  return std::nullopt;
+}
+
+std::optional<size_t> unsafe_argument(const c10::FunctionSchema& schema) {
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].name() == "unsafe") return i;
+  return std::nullopt;
+}
+
+ArgumentProblem unsafe_refusal(std::string_view op, size_t index) {
+  return ArgumentProblem{index, std::string(op) + " argument 'unsafe': True is refused (unchecked): it skips the "
+                                    "operator's bounds checks, so the graph's indices could read and write out of "
+                                    "bounds (docs/security.md)"};
+}
+
+std::optional<ArgumentProblem> refusal(const ir::Node& node, const c10::FunctionSchema* schema) {
+  const std::string_view op = std::string_view(node.op()).substr(0, node.op().find('.'));
+  if (std::optional<ArgumentProblem> refused = refusal_by_name(op)) return refused;
   if (schema == nullptr) return std::nullopt;
-  const auto& args = schema->arguments();
-  for (size_t i = 0; i < args.size() && i < node.num_args(); ++i) {
-    const ir::Arg& a = node.arg(i);
-    if (args[i].name() == "unsafe" && a.kind == ir::Arg::Kind::Bool && a.b)
-      return ArgumentProblem{i, std::string(op) + " argument 'unsafe': True is refused (unchecked): it skips the operator's "
-                                     "bounds checks, so the graph's indices could read and write out of bounds "
-                                     "(docs/security.md)"};
+  const std::optional<size_t> unsafe = unsafe_argument(*schema);
+  if (unsafe && *unsafe < node.num_args()) {
+    const ir::Arg& a = node.arg(*unsafe);
+    if (a.kind == ir::Arg::Kind::Bool && a.b) return unsafe_refusal(op, *unsafe);
   }
   return std::nullopt;
 }

@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace passcheck::exec {
@@ -32,5 +33,14 @@ const std::vector<RefusedOperator>& refused_operators();
 /// argument), or nullopt. `schema` may be null for an operator LibTorch does not know:
 /// refusal by name does not need it.
 std::optional<ArgumentProblem> refusal(const ir::Node& node, const c10::FunctionSchema* schema);
+
+/// refusal() in halves, for a caller that asks about many nodes of one operator (the
+/// verifier's per-operator schema checkers): what the operator's name alone refuses
+/// (`op_name` without the overload)...
+std::optional<ArgumentProblem> refusal_by_name(std::string_view op_name);
+/// ...and the position of the schema's `unsafe` argument, refused when True (nullopt: none).
+std::optional<size_t> unsafe_argument(const c10::FunctionSchema& schema);
+/// The refusal of `unsafe=True` at argument `index` of `op_name`.
+ArgumentProblem unsafe_refusal(std::string_view op_name, size_t index);
 
 }  // namespace passcheck::exec

@@ -76,6 +76,10 @@ TEST(RefusedOperators, UnsafeTrueIsRefusedAndUnsafeFalseRuns) {
   };
   EXPECT_CONTAINS(executor_error(graph("True")), "aten::segment_reduce argument 'unsafe': True is refused (unchecked)");
   EXPECT_EQ(executor_error(graph("False")), "");
+  // The verifier's per-operator schema checker decides the same (it looks `unsafe` up once).
+  EXPECT_CONTAINS(verifier_issues(*parse_data_graph(graph("True"))),
+                  "aten::segment_reduce argument 'unsafe': True is refused (unchecked)");
+  EXPECT_EQ(verifier_issues(*parse_data_graph(graph("False"))), "");
 }
 
 TEST(RefusedOperators, OperatorsLibTorchDoesNotRegisterAreStillRefusedByName) {
