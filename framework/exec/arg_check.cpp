@@ -252,10 +252,8 @@ std::vector<ArgumentProblem> SchemaChecker::check(const ir::Node& node) const {
   std::vector<ArgumentProblem> problems;
   // As refusal(node, &schema), from what the operator decided once.
   if (compiled_->refused) return {*compiled_->refused};
-  if (const std::optional<size_t> unsafe = compiled_->unsafe; unsafe && *unsafe < node.num_args()) {
-    const ir::Arg& a = node.arg(*unsafe);
-    if (a.kind == ir::Arg::Kind::Bool && a.b) return {unsafe_refusal(compiled_->op_name, *unsafe)};
-  }
+  if (std::optional<ArgumentProblem> refused = unsafe_refusal(node, compiled_->op_name, compiled_->unsafe))
+    return {*refused};
   const auto& schema_args = schema.arguments();
   if (node.num_args() > schema_args.size()) {
     problems.push_back({std::nullopt, node.op() + " takes " + std::to_string(schema_args.size()) +

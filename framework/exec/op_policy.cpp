@@ -81,22 +81,20 @@ std::optional<size_t> unsafe_argument(const c10::FunctionSchema& schema) {
   return std::nullopt;
 }
 
-ArgumentProblem unsafe_refusal(std::string_view op, size_t index) {
-  return ArgumentProblem{index, std::string(op) + " argument 'unsafe': True is refused (unchecked): it skips the "
-                                    "operator's bounds checks, so the graph's indices could read and write out of "
-                                    "bounds (docs/security.md)"};
+std::optional<ArgumentProblem> unsafe_refusal(const ir::Node& node, std::string_view op, std::optional<size_t> unsafe) {
+  if (!unsafe || *unsafe >= node.num_args()) return std::nullopt;
+  const ir::Arg& a = node.arg(*unsafe);
+  if (a.kind != ir::Arg::Kind::Bool || !a.b) return std::nullopt;
+  return ArgumentProblem{*unsafe, std::string(op) + " argument 'unsafe': True is refused (unchecked): it skips the "
+                                      "operator's bounds checks, so the graph's indices could read and write out of "
+                                      "bounds (docs/security.md)"};
 }
 
 std::optional<ArgumentProblem> refusal(const ir::Node& node, const c10::FunctionSchema* schema) {
   const std::string_view op = std::string_view(node.op()).substr(0, node.op().find('.'));
   if (std::optional<ArgumentProblem> refused = refusal_by_name(op)) return refused;
   if (schema == nullptr) return std::nullopt;
-  const std::optional<size_t> unsafe = unsafe_argument(*schema);
-  if (unsafe && *unsafe < node.num_args()) {
-    const ir::Arg& a = node.arg(*unsafe);
-    if (a.kind == ir::Arg::Kind::Bool && a.b) return unsafe_refusal(op, *unsafe);
-  }
-  return std::nullopt;
+  return unsafe_refusal(node, op, unsafe_argument(*schema));
 }
 
 }  // namespace passcheck::exec

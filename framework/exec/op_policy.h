@@ -40,7 +40,9 @@ std::optional<ArgumentProblem> refusal(const ir::Node& node, const c10::Function
 std::optional<ArgumentProblem> refusal_by_name(std::string_view op_name);
 /// ...and the position of the schema's `unsafe` argument, refused when True (nullopt: none).
 std::optional<size_t> unsafe_argument(const c10::FunctionSchema& schema);
-/// The refusal of `unsafe=True` at argument `index` of `op_name`.
-ArgumentProblem unsafe_refusal(std::string_view op_name, size_t index);
+/// The refusal of `node` (operator `op_name`) when its argument at `unsafe` (from
+/// unsafe_argument) is True; nullopt otherwise.
+std::optional<ArgumentProblem> unsafe_refusal(const ir::Node& node, std::string_view op_name,
+                                              std::optional<size_t> unsafe);
 
 }  // namespace passcheck::exec

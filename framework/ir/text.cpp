@@ -562,12 +562,13 @@ class Parser {
     for (size_t i = 0; i < w.size(); ++i) advance();
   }
 
-  std::string read_word() {
+  std::string_view read_word_view() {
     skip_space();
     size_t start = pos_;
     while (!at_end() && word_char(peek())) advance();
-    return std::string(text_.substr(start, pos_ - start));
+    return text_.substr(start, pos_ - start);
   }
+  std::string read_word() { return std::string(read_word_view()); }
 
   std::string_view read_name_view() {
     if (at_end() || !word_char(peek())) fail("expected a value name after '%' but found " + describe_here());
@@ -870,9 +871,7 @@ class Parser {
   void parse_type(ValueType& type, std::optional<TensorMeta>& meta) {
     skip_space();
     int line = line_, col = col_;
-    const size_t start = pos_;
-    while (!at_end() && word_char(peek())) advance();
-    const std::string_view word = text_.substr(start, pos_ - start);
+    const std::string_view word = read_word_view();
     meta.reset();
     if (word == "int") { type = ValueType::Int; return; }
     if (word == "float") { type = ValueType::Float; return; }
