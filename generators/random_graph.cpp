@@ -169,7 +169,7 @@ Arg resolve(const Arg& recipe, const std::vector<ir::Value*>& defined) {
   if (recipe.kind == Arg::Kind::Value) return Arg::of(defined[recipe.i % defined.size()]);
   if (recipe.kind != Arg::Kind::List) return recipe;
   std::vector<Arg> items;
-  for (const Arg& item : recipe.list) items.push_back(resolve(item, defined));
+  for (const Arg& item : recipe.list()) items.push_back(resolve(item, defined));
   return Arg::of_list(std::move(items));
 }
 

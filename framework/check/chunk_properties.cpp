@@ -49,16 +49,16 @@ std::vector<std::string> check_chunk_invariants(const ir::Graph& graph) {
     if (n->op_base() == "add") {
       for (const ir::Value* v : n->operands())
         if (v->meta() && v->meta()->is_symbolic())
-          for (const sym::Expr& e : v->meta()->sym_sizes)
+          for (const sym::Expr& e : v->meta()->sym_sizes())
             if (!e.free_symbols().empty()) {
               problems.push_back("materialization " + quoted(*n) + " adds %" + v->name() +
                                  ", which carries sym(" + e.to_string() + "): a chunk-dim value must be concatenated");
               break;
             }
-    } else if (n->op_base() == "cat" && n->num_args() > 0 && n->arg(0).list.size() == 2) {
+    } else if (n->op_base() == "cat" && n->num_args() > 0 && n->arg(0).list().size() == 2) {
       const ir::Arg& parts = n->arg(0);
-      const ir::Value* first = parts.list[0].is_value() ? parts.list[0].value : nullptr;
-      const ir::Value* second = parts.list[1].is_value() ? parts.list[1].value : nullptr;
+      const ir::Value* first = parts.list()[0].is_value() ? parts.list()[0].value : nullptr;
+      const ir::Value* second = parts.list()[1].is_value() ? parts.list()[1].value : nullptr;
       if (!first || !second || first->is_graph_input() || second->is_graph_input() ||
           custom(*first->producer(), "chunk_id") != "0" || custom(*second->producer(), "chunk_id") != "1")
         problems.push_back("materialization " + quoted(*n) + " does not concatenate chunk 0 then chunk 1");

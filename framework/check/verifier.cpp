@@ -43,7 +43,7 @@ bool is_recomputed_duplicate(const Node& n) { return n.meta().custom.count("reco
 bool any_symbolic(const ir::Arg& a) {
   if (a.kind == ir::Arg::Kind::Sym) return true;
   if (a.kind == ir::Arg::Kind::List)
-    for (const ir::Arg& e : a.list)
+    for (const ir::Arg& e : a.list())
       if (any_symbolic(e)) return true;
   return false;
 }
@@ -459,19 +459,19 @@ class Verifier {
       return *where_text;
     };
     const ir::TensorMeta& m = *v->meta();
-    if (m.sym_sizes.size() != m.sizes.size() || m.sym_strides.size() != m.strides.size()) {
+    if (m.sym_sizes().size() != m.sizes.size() || m.sym_strides().size() != m.strides.size()) {
       issue(where() + ": symbolic and concrete shapes of %" + v->name() + " differ in rank");
       return;
     }
     if (!hints_) hints_ = g_.root()->symbol_hints();
     for (size_t d = 0; d < m.sizes.size(); ++d) {
-      check_declared(m.sym_sizes[d], where);
-      check_declared(m.sym_strides[d], where);
-      auto size = sym::evaluate(m.sym_sizes[d], *hints_);
-      auto stride = sym::evaluate(m.sym_strides[d], *hints_);
+      check_declared(m.sym_sizes()[d], where);
+      check_declared(m.sym_strides()[d], where);
+      auto size = sym::evaluate(m.sym_sizes()[d], *hints_);
+      auto stride = sym::evaluate(m.sym_strides()[d], *hints_);
       if ((size && *size != m.sizes[d]) || (stride && *stride != m.strides[d]))
         issue(where() + ": %" + v->name() + " dimension " + std::to_string(d) + " is sym(" +
-              m.sym_sizes[d].to_string() + ") but its concrete size at the hints is " + std::to_string(m.sizes[d]));
+              m.sym_sizes()[d].to_string() + ") but its concrete size at the hints is " + std::to_string(m.sizes[d]));
     }
   }
 
@@ -537,7 +537,7 @@ class Verifier {
     // Repeats among a few uses are found by looking back (no allocation per value);
     // long use lists go through a set.
     constexpr size_t kLookBack = 16;
-    const std::vector<Use>& uses = v->uses();
+    const ir::UseList& uses = v->uses();
     std::set<std::pair<const Node*, uint32_t>> seen;
     for (size_t k = 0; k < uses.size(); ++k) {
       const Use& u = uses[k];
@@ -573,7 +573,7 @@ class Verifier {
   // long ones once.
   bool listed(const Value* v, const Use& use) {
     if (!indexed_) {
-      const std::vector<Use>& uses = v->uses();
+      const ir::UseList& uses = v->uses();
       if (uses.size() <= 32) return std::find(uses.begin(), uses.end(), use) != uses.end();
       auto [it, fresh] = long_lists_.try_emplace(v);
       if (fresh)

@@ -176,8 +176,8 @@ class ArgChecker {
   std::string check_list(const ir::Arg& a) const {
     using K = ir::Arg::Kind;
     using T = ir::ValueType;
-    for (size_t i = 0; i < a.list.size(); ++i) {
-      const ir::Arg& e = a.list[i];
+    for (size_t i = 0; i < a.list().size(); ++i) {
+      const ir::Arg& e = a.list()[i];
       bool fits = false;
       switch (kind_) {
         case SchemaArgKind::TensorList: fits = e.is_value() && e.value->type() == T::Tensor; break;
@@ -281,8 +281,8 @@ std::vector<ArgumentProblem> check_arguments(const ir::Node& node, const c10::Fu
 std::string source_location(const ir::Node& node, std::optional<size_t> arg) {
   if (node.source_line <= 0) return "";
   ir::SourcePos pos{node.source_line, 0};
-  if (arg && *arg < node.source_args.size()) pos = node.source_args[*arg];
-  else if (node.source_op.line > 0) pos = node.source_op;
+  if (arg && *arg < node.source_args().size()) pos = node.source_args()[*arg];
+  else if (node.source_op().line > 0) pos = node.source_op();
   const ir::Graph* g = node.graph();
   if (g == nullptr || g->source_name.empty()) return "line " + std::to_string(pos.line);
   return g->source_name + ":" + std::to_string(pos.line) + (pos.column > 0 ? ":" + std::to_string(pos.column) : "");

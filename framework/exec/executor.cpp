@@ -35,7 +35,7 @@ namespace {
 // device without one): named here rather than by the CUDA runtime's error mid-run.
 std::string missing_device(const ir::Arg& arg) {
   if (arg.kind == ir::Arg::Kind::List) {
-    for (const ir::Arg& item : arg.list) {
+    for (const ir::Arg& item : arg.list()) {
       std::string missing = missing_device(item);
       if (!missing.empty()) return missing;
     }
@@ -271,9 +271,9 @@ void Executor::check_declared_memory(const std::vector<int64_t>& last_use) const
       const ir::Arg& arg = node.arg(i);
       if (plan.args[i].schema_arg->name() != "size" || arg.kind != ir::Arg::Kind::List) continue;
       std::vector<int64_t> sizes;
-      for (const ir::Arg& e : arg.list)
+      for (const ir::Arg& e : arg.list())
         if (e.kind == ir::Arg::Kind::Int) sizes.push_back(e.i);
-      if (sizes.size() != arg.list.size()) continue;  // symbolic or runtime sizes
+      if (sizes.size() != arg.list().size()) continue;  // symbolic or runtime sizes
       bool negative = false;
       for (int64_t size : sizes) negative |= size < 0;
       if (negative) continue;  // LibTorch refuses negative sizes itself

@@ -94,19 +94,19 @@ c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
     case K::Bool: return c10::IValue(arg.b);
     case K::Int: return kind == SchemaArgKind::Float ? c10::IValue(static_cast<double>(arg.i)) : c10::IValue(arg.i);
     case K::Float: return c10::IValue(arg.f);
-    case K::String: return c10::IValue(arg.s);
+    case K::String: return c10::IValue(arg.str());
     case K::Dtype:
     case K::Layout:
     case K::MemoryFormat: return c10::IValue(arg.i);  // boxed calls carry these enums as ints
     case K::Device: return c10::IValue(arg.device);
     case K::List: break;
-    case K::Sym: bad(schema_arg, symbolic_left_message(arg.expr));
+    case K::Sym: bad(schema_arg, symbolic_left_message(arg.expr()));
     default: bad(schema_arg, "unsupported constant");
   }
   switch (kind) {
     case SchemaArgKind::TensorList: {
       c10::List<at::Tensor> list;
-      for (const ir::Arg& e : arg.list) {
+      for (const ir::Arg& e : arg.list()) {
         if (!e.is_value()) bad(schema_arg, "Tensor[] element is not a value");
         list.push_back(value_of(e.value).toTensor());
       }
@@ -114,7 +114,7 @@ c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
     }
     case SchemaArgKind::OptionalTensorList: {
       c10::List<c10::optional<at::Tensor>> list;
-      for (const ir::Arg& e : arg.list) {
+      for (const ir::Arg& e : arg.list()) {
         if (e.is_none()) list.push_back(c10::nullopt);
         else if (e.is_value()) list.push_back(value_of(e.value).toTensor());
         else bad(schema_arg, "Tensor?[] element is neither a value nor None");
@@ -123,17 +123,17 @@ c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
     }
     case SchemaArgKind::IntList: {
       std::vector<int64_t> v;
-      for (const ir::Arg& e : arg.list) {
+      for (const ir::Arg& e : arg.list()) {
         if (e.kind == K::Int) v.push_back(e.i);
         else if (e.is_value()) v.push_back(value_of(e.value).toInt());
-        else if (e.is_symbolic()) bad(schema_arg, symbolic_left_message(e.expr));
+        else if (e.is_symbolic()) bad(schema_arg, symbolic_left_message(e.expr()));
         else bad(schema_arg, "int[] element is not an int");
       }
       return c10::IValue(v);
     }
     case SchemaArgKind::FloatList: {
       std::vector<double> v;
-      for (const ir::Arg& e : arg.list) {
+      for (const ir::Arg& e : arg.list()) {
         if (e.kind == K::Float) v.push_back(e.f);
         else if (e.kind == K::Int) v.push_back(static_cast<double>(e.i));
         else bad(schema_arg, "float[] element is not a number");
@@ -142,7 +142,7 @@ c10::IValue to_ivalue(const ir::Arg& arg, const c10::Argument& schema_arg,
     }
     case SchemaArgKind::BoolList: {
       c10::List<bool> v;
-      for (const ir::Arg& e : arg.list) {
+      for (const ir::Arg& e : arg.list()) {
         if (e.kind != K::Bool) bad(schema_arg, "bool[] element is not a bool");
         v.push_back(e.b);
       }

@@ -31,36 +31,65 @@ const char* to_string(InputRole role) {
   return "?";
 }
 
+// A million-node graph is a few million of these objects, and at that size building one
+// costs what its memory costs to fault in (docs/performance.md, "A million nodes"): each
+// fits the allocator's size class it was laid out for. Checked where the layout is known.
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+static_assert(sizeof(Arg) == 32, "Arg outgrew its 32 bytes");
+static_assert(sizeof(Value) <= 160, "Value outgrew the 160-byte size class");
+static_assert(sizeof(Node) <= 160, "Node outgrew the 160-byte size class");
+#endif
+
 // ---- Arg ----------------------------------------------------------------------------
 
 Arg Arg::boolean(bool v) { Arg a; a.kind = Kind::Bool; a.b = v; return a; }
 Arg Arg::integer(int64_t v) { Arg a; a.kind = Kind::Int; a.i = v; return a; }
 Arg Arg::real(double v) { Arg a; a.kind = Kind::Float; a.f = v; return a; }
-Arg Arg::string(std::string v) { Arg a; a.kind = Kind::String; a.s = std::move(v); return a; }
+Arg Arg::string(std::string v) {
+  Arg a;
+  a.kind = Kind::String;
+  a.payload_ = std::make_unique<ArgPayload>();
+  a.payload_->str = std::move(v);
+  return a;
+}
 Arg Arg::dtype(c10::ScalarType v) { Arg a; a.kind = Kind::Dtype; a.i = static_cast<int64_t>(v); return a; }
 Arg Arg::dev(c10::Device v) { Arg a; a.kind = Kind::Device; a.device = v; return a; }
 Arg Arg::layout(c10::Layout v) { Arg a; a.kind = Kind::Layout; a.i = static_cast<int64_t>(v); return a; }
 Arg Arg::memory_format(c10::MemoryFormat v) { Arg a; a.kind = Kind::MemoryFormat; a.i = static_cast<int64_t>(v); return a; }
 Arg Arg::of(Value* v) { Arg a; a.kind = Kind::Value; a.value = v; return a; }
-Arg Arg::of_list(std::vector<Arg> items) { Arg a; a.kind = Kind::List; a.list = std::move(items); return a; }
-Arg Arg::int_list(const std::vector<int64_t>& items) {
+Arg Arg::of_list(std::vector<Arg> items) {
   Arg a;
   a.kind = Kind::List;
-  for (int64_t v : items) a.list.push_back(integer(v));
+  a.payload_ = std::make_unique<ArgPayload>();
+  a.payload_->list = std::move(items);
   return a;
+}
+
+Arg Arg::int_list(const std::vector<int64_t>& items) {
+  std::vector<Arg> list;
+  list.reserve(items.size());
+  for (int64_t v : items) list.push_back(integer(v));
+  return of_list(std::move(list));
+}
+
+std::vector<Arg>& Arg::mutable_list() {
+  if (kind != Kind::List) throw IrError("mutable_list: the argument is not a list");
+  if (!payload_) payload_ = std::make_unique<ArgPayload>();
+  return payload_->list;
 }
 
 Arg Arg::symbolic(const sym::Expr& e) {
   if (auto c = e.as_constant()) return integer(*c);
   Arg a;
   a.kind = Kind::Sym;
-  a.expr = e;
+  a.payload_ = std::make_unique<ArgPayload>();
+  a.payload_->expr = e;
   return a;
 }
 
 std::optional<sym::Expr> Arg::as_int_expr() const {
   if (kind == Kind::Int) return sym::Expr::constant(i);
-  if (kind == Kind::Sym) return expr;
+  if (kind == Kind::Sym) return expr();
   return std::nullopt;
 }
 
@@ -71,9 +100,9 @@ bool Arg::has_symbols() const {
 }
 
 void Arg::for_each_symbolic(const std::function<void(const sym::Expr&)>& fn) const {
-  if (kind == Kind::Sym) fn(expr);
+  if (kind == Kind::Sym) fn(expr());
   else if (kind == Kind::List)
-    for (const Arg& a : list) a.for_each_symbolic(fn);
+    for (const Arg& a : list()) a.for_each_symbolic(fn);
 }
 
 bool Arg::operator==(const Arg& o) const {
@@ -87,11 +116,11 @@ bool Arg::operator==(const Arg& o) const {
     case Kind::MemoryFormat: return i == o.i;
     // Bitwise: -0.0 differs from 0.0 and NaN equals the same NaN, as in the text form.
     case Kind::Float: return std::memcmp(&f, &o.f, sizeof f) == 0;
-    case Kind::String: return s == o.s;
+    case Kind::String: return str() == o.str();
     case Kind::Device: return device == o.device;
     case Kind::Value: return value == o.value;
-    case Kind::List: return list == o.list;
-    case Kind::Sym: return expr == o.expr;
+    case Kind::List: return list() == o.list();
+    case Kind::Sym: return expr() == o.expr();
   }
   return false;
 }
@@ -99,7 +128,7 @@ bool Arg::operator==(const Arg& o) const {
 void Arg::for_each_value(const std::function<void(Value*)>& fn) const {
   if (kind == Kind::Value) fn(value);
   else if (kind == Kind::List)
-    for (const Arg& a : list) a.for_each_value(fn);
+    for (const Arg& a : list()) a.for_each_value(fn);
 }
 
 // ---- Value --------------------------------------------------------------------------
@@ -128,8 +157,14 @@ void Value::set_meta(std::optional<TensorMeta> meta) {
 }
 
 void Value::set_placements(std::vector<Placement> placements) {
-  placements_ = std::move(placements);
+  if (placements.empty()) placements_.reset();
+  else placements_ = std::make_unique<std::vector<Placement>>(std::move(placements));
   touch_declaration();
+}
+
+const std::vector<Placement>& Value::no_placements() {
+  static const std::vector<Placement> none;
+  return none;
 }
 
 void Value::replace_all_uses_with(Value* other) {
@@ -138,9 +173,12 @@ void Value::replace_all_uses_with(Value* other) {
 
 void Value::replace_uses_if(Value* other, const std::function<bool(const Use&)>& pred) {
   if (other == this) return;
-  std::vector<Use> keep;
+  UseList keep;
   std::vector<Use> moved;
-  for (const Use& u : uses_) (pred(u) ? moved : keep).push_back(u);
+  for (const Use& u : uses_) {
+    if (pred(u)) moved.push_back(u);
+    else keep.push_back(u);
+  }
   if (moved.empty()) return;
   uses_ = std::move(keep);
   touch_uses();
@@ -181,7 +219,32 @@ const std::string* intern_operator(std::string_view op) {
 
 NodeMeta& Node::mutable_meta() {
   graph_->touch(this, kTouchMeta);
-  return meta_;
+  if (!meta_) meta_ = std::make_unique<NodeMeta>();
+  return *meta_;
+}
+
+SourcePos Node::source_op() const {
+  return source_count_ ? graph_->source_positions_[source_at_] : SourcePos{};
+}
+
+std::span<const SourcePos> Node::source_args() const {
+  if (source_count_ == 0) return {};
+  return std::span<const SourcePos>(graph_->source_positions_).subspan(source_at_ + 1, source_count_ - 1);
+}
+
+void Node::set_source(SourcePos op, std::span<const SourcePos> args) {
+  std::vector<SourcePos>& pool = graph_->source_positions_;
+  if (pool.size() + args.size() + 1 > UINT32_MAX) throw IrError("more source positions than a graph can record");
+  // Positions read from this graph's own array are copied first: growing it moves them.
+  std::vector<SourcePos> copied;
+  if (!args.empty() && args.data() >= pool.data() && args.data() < pool.data() + pool.size()) {
+    copied.assign(args.begin(), args.end());
+    args = copied;
+  }
+  source_at_ = static_cast<uint32_t>(pool.size());
+  source_count_ = static_cast<uint32_t>(args.size() + 1);
+  pool.push_back(op);
+  pool.insert(pool.end(), args.begin(), args.end());
 }
 
 std::string Node::op_name() const {
@@ -221,7 +284,7 @@ void check_value_arg(const Arg& arg, const Graph* graph, const std::string& op) 
     if (arg.value->graph() != graph)
       throw IrError("node " + op + ": argument %" + arg.value->name() + " belongs to another graph");
   } else if (arg.kind == Arg::Kind::List) {
-    for (const Arg& e : arg.list) check_value_arg(e, graph, op);
+    for (const Arg& e : arg.list()) check_value_arg(e, graph, op);
   }
 }
 
@@ -229,17 +292,17 @@ void check_value_args(const std::vector<Arg>& args, const Graph* graph, const st
   for (const Arg& arg : args) check_value_arg(arg, graph, op);
 }
 
-void collect_slots(Arg& a, std::vector<Arg*>& slots) {
+void collect_slots(Arg& a, c10::SmallVectorImpl<Arg*>& slots) {
   if (a.kind == Arg::Kind::Value) slots.push_back(&a);
   else if (a.kind == Arg::Kind::List)
-    for (Arg& e : a.list) collect_slots(e, slots);
+    for (Arg& e : a.mutable_list()) collect_slots(e, slots);
 }
 
 size_t count_slots(const Arg& a) {
   if (a.kind == Arg::Kind::Value) return 1;
   size_t n = 0;
   if (a.kind == Arg::Kind::List)
-    for (const Arg& e : a.list) n += count_slots(e);
+    for (const Arg& e : a.list()) n += count_slots(e);
   return n;
 }
 }  // namespace
@@ -285,7 +348,8 @@ void Node::replace_operand(size_t slot, Value* v) {
 
 Value* Node::add_output(ValueType type, std::optional<TensorMeta> meta, const std::string& name_hint) {
   // Room first, so a failed allocation cannot leak the value; most nodes have one output.
-  if (outputs_.size() == outputs_.capacity()) outputs_.reserve(outputs_.empty() ? 1 : 2 * outputs_.size());
+  if (outputs_.size() >= UINT32_MAX) throw IrError("node " + *op_ + " has more outputs than a node can hold");
+  if (outputs_.size() == outputs_.capacity()) outputs_.reserve(2 * outputs_.size());
   Value* v = new Value(graph_, this, outputs_.size(), type, std::move(meta));
   outputs_.push_back(v);
   graph_->register_name(v, name_hint.empty() ? op_base() : name_hint);
@@ -321,7 +385,7 @@ namespace {
 void remap_values(Arg& a, const std::function<Value*(Value*)>& map) {
   if (a.kind == Arg::Kind::Value) a.value = map(a.value);
   else if (a.kind == Arg::Kind::List)
-    for (Arg& e : a.list) remap_values(e, map);
+    for (Arg& e : a.mutable_list()) remap_values(e, map);
 }
 }  // namespace
 
@@ -391,10 +455,11 @@ Node* Graph::clone_node(const Node& src, const std::function<Value*(Value*)>& ma
   std::vector<Arg> args = src.args_;
   for (Arg& a : args) remap_values(a, map);
   Node* node = create_interned(src.op_, std::move(args), insert_before);
-  node->meta_ = src.meta_;  // the node is new: already touched
-  for (const auto& out : src.outputs_)
-    node->add_output(out->type_, out->meta_, name_suffix.empty() ? out->name_ : out->name_ + name_suffix)->placements_ =
-        out->placements_;
+  if (src.meta_) node->meta_ = std::make_unique<NodeMeta>(*src.meta_);  // the node is new: already touched
+  for (const auto& out : src.outputs_) {
+    Value* copy = node->add_output(out->type_, out->meta_, name_suffix.empty() ? out->name_ : out->name_ + name_suffix);
+    if (out->placements_) copy->placements_ = std::make_unique<std::vector<Placement>>(*out->placements_);
+  }
   return node;
 }
 
@@ -442,7 +507,12 @@ Node* Graph::adopt(Node* node, const std::function<Value*(Value*)>& map, Node* i
   if (node->touched_) source->touched_nodes_[node->touched_slot_] = nullptr;
   node->touched_ = 0;
   for (Value* out : node->outputs_) source->forget_name(out);
+  const SourcePos op_position = node->source_op();
+  const std::span<const SourcePos> positions = node->source_args();
+  const bool parsed = node->source_count_ != 0;
   node->graph_ = this;
+  node->source_count_ = 0;
+  if (parsed) node->set_source(op_position, positions);
   for (Value* out : node->outputs_) {
     out->graph_ = this;
     const std::string hint = out->name_;
@@ -612,14 +682,14 @@ std::unique_ptr<Graph> Graph::clone() const {
   map.reserve(names_.size());
   for (Value* in : inputs_) {
     Value* c = g->add_input(in->name_, in->type_, in->meta_, in->role_);
-    c->placements_ = in->placements_;
+    if (in->placements_) c->placements_ = std::make_unique<std::vector<Placement>>(*in->placements_);
     map[in] = c;
   }
   for (Node* n = head_; n; n = n->next_) {
     Node* c = g->clone_node(*n, [&](Value* v) { return map.at(v); });
     c->source_line = n->source_line;
-    c->source_op = n->source_op;
-    c->source_args = n->source_args;
+    c->source_column = n->source_column;
+    if (n->source_count_) c->set_source(n->source_op(), n->source_args());
     for (size_t i = 0; i < n->outputs_.size(); ++i) {
       g->rename(c->output(i), n->outputs_[i]->name_);
       map[n->outputs_[i]] = c->output(i);
@@ -715,7 +785,7 @@ size_t retarget_device(Graph& graph, c10::Device from, c10::Device to) {
       a.device = to;
       any = true;
     } else if (a.kind == Arg::Kind::List) {
-      for (Arg& e : a.list) any |= retarget_arg(e);
+      for (Arg& e : a.mutable_list()) any |= retarget_arg(e);
     }
     return any;
   };

@@ -11,6 +11,7 @@
 
 #include <c10/core/Layout.h>
 #include <c10/core/MemoryFormat.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/flat_hash_map.h>
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -69,25 +71,53 @@ struct Use {
   bool operator==(const Use& o) const { return user == o.user && slot == o.slot; }
 };
 
+/// A value's uses. A pointer and two 32-bit counts (a std::vector takes three words): a
+/// million-node graph holds one per value.
+using UseList = c10::SmallVector<Use, 0>;
+
+/// A node's outputs: most nodes have one, kept in the node instead of an allocation.
+using NodeOutputs = c10::SmallVector<Value*, 1>;
+
 /// A position in the text a graph was parsed from (line 0: not parsed).
 struct SourcePos {
   int line = 0;
   int column = 0;
 };
 
+struct ArgPayload;
+
 /// A schema argument: a constant, a reference to a Value, or a list of those.
+///
+/// A graph holds a few million of these in its nodes' argument lists, most of them value
+/// references and small constants: the small fields share the first word, an Int and a
+/// Float share storage (kind says which one is set), and a string, a list or a symbolic
+/// expression lives out of line, so an argument is 32 bytes.
 struct Arg {
   enum class Kind : uint8_t { None, Bool, Int, Float, String, Dtype, Device, Layout, MemoryFormat, Value, List, Sym };
   Kind kind = Kind::None;
   bool b = false;
-  int64_t i = 0;  // Int; also the enum value for Dtype, Layout and MemoryFormat
-  double f = 0.0;
-  std::string s;
   c10::Device device = c10::Device(c10::DeviceType::CPU);
+  union {
+    int64_t i = 0;  // Int; also the enum value for Dtype, Layout and MemoryFormat
+    double f;       // Float
+  };
   Value* value = nullptr;
-  std::vector<Arg> list;
-  sym::Expr expr;  // Sym: an integer that depends on the graph's symbols
 
+  Arg() = default;
+  Arg(const Arg& other);
+  Arg(Arg&& other) noexcept;
+  Arg& operator=(const Arg& other);
+  Arg& operator=(Arg&& other) noexcept;
+  ~Arg();
+
+  /// String: its text; empty for other kinds.
+  const std::string& str() const;
+  /// List: its items; empty for other kinds.
+  const std::vector<Arg>& list() const;
+  /// The items of a List, to rewrite in place (an Arg of another kind becomes an empty List).
+  std::vector<Arg>& mutable_list();
+  /// Sym: an integer that depends on the graph's symbols; a default expression for other kinds.
+  const sym::Expr& expr() const;
 
   static Arg none() { return Arg{}; }
   static Arg boolean(bool v);
@@ -119,7 +149,36 @@ struct Arg {
   bool operator!=(const Arg& o) const { return !(*this == o); }
   /// Calls fn on every Value referenced by this argument tree, in order.
   void for_each_value(const std::function<void(Value*)>& fn) const;
+
+ private:
+  std::unique_ptr<ArgPayload> payload_;  // String, List and Sym only
 };
+
+/// What a String, List or Sym argument holds (the one its kind names).
+struct ArgPayload {
+  std::string str;
+  std::vector<Arg> list;
+  sym::Expr expr;
+
+  static const ArgPayload& empty() {
+    static const ArgPayload none;
+    return none;
+  }
+};
+
+inline Arg::Arg(Arg&& other) noexcept = default;
+inline Arg& Arg::operator=(Arg&& other) noexcept = default;
+inline Arg::~Arg() = default;
+inline Arg::Arg(const Arg& other)
+    : kind(other.kind), b(other.b), device(other.device), i(other.i), value(other.value),
+      payload_(other.payload_ ? std::make_unique<ArgPayload>(*other.payload_) : nullptr) {}
+inline Arg& Arg::operator=(const Arg& other) {
+  if (this != &other) *this = Arg(other);
+  return *this;
+}
+inline const std::string& Arg::str() const { return (payload_ ? *payload_ : ArgPayload::empty()).str; }
+inline const std::vector<Arg>& Arg::list() const { return (payload_ ? *payload_ : ArgPayload::empty()).list; }
+inline const sym::Expr& Arg::expr() const { return (payload_ ? *payload_ : ArgPayload::empty()).expr; }
 
 class Value {
  public:
@@ -133,9 +192,9 @@ class Value {
   const std::optional<TensorMeta>& meta() const { return meta_; }
   void set_meta(std::optional<TensorMeta> meta);
   /// Placement on each dim of the graph's mesh (empty: none recorded).
-  const std::vector<Placement>& placements() const { return placements_; }
+  const std::vector<Placement>& placements() const { return placements_ ? *placements_ : no_placements(); }
   void set_placements(std::vector<Placement> placements);
-  const std::vector<Use>& uses() const { return uses_; }
+  const UseList& uses() const { return uses_; }
   bool has_uses() const { return !uses_.empty(); }
   Graph* graph() const { return graph_; }
   /// Rewires every use (node operands and graph outputs) to `other`.
@@ -150,7 +209,12 @@ class Value {
   friend class Graph;
   friend class Node;
   Value(Graph* g, Node* producer, size_t index, ValueType type, std::optional<TensorMeta> meta)
-      : graph_(g), producer_(producer), output_index_(index), type_(type), meta_(std::move(meta)) {}
+      : graph_(g),
+        producer_(producer),
+        output_index_(static_cast<uint32_t>(index)),
+        type_(type),
+        meta_(std::move(meta)) {}
+  static const std::vector<Placement>& no_placements();
   void remove_use(const Use& use);
   /// Records in the graph's change log that this value's declaration changed
   /// (kTouchOutputs / kGraphInputs) or its use list did (kTouchUses / kGraphInputUses).
@@ -161,13 +225,15 @@ class Value {
   // log) shares the first cache line: a graph of a million nodes is out of cache.
   Graph* graph_;
   Node* producer_;
-  std::vector<Use> uses_;
-  size_t output_index_;
+  UseList uses_;
+  uint32_t output_index_;  // Node::add_output refuses a node of more outputs
   ValueType type_;
   InputRole role_ = InputRole::Argument;
   std::string name_;
   std::optional<TensorMeta> meta_;
-  std::vector<Placement> placements_;
+  // Only graphs on a device mesh record placements: null instead of an empty vector keeps
+  // a value of a million-node graph within a smaller allocation.
+  std::unique_ptr<std::vector<Placement>> placements_;
 
  public:
   /// Where the value's declaration (`%name : type`) starts in the text it was parsed
@@ -200,17 +266,26 @@ class Node {
 
   /// Value operands in argument order (repeats kept); slot i is operand(i).
   size_t num_operands() const { return slots_.size(); }
-  Value* operand(size_t slot) const { return slots_.at(slot)->value; }
+  Value* operand(size_t slot) const {
+    if (slot >= slots_.size())
+      throw std::out_of_range("operand slot " + std::to_string(slot) + " of a node with " +
+                              std::to_string(slots_.size()));
+    return slots_[slot]->value;
+  }
   std::vector<Value*> operands() const;
   void replace_operand(size_t slot, Value* v);
 
-  const std::vector<Value*>& outputs() const { return outputs_; }
-  Value* output(size_t i = 0) const { return outputs_.at(i); }
+  const NodeOutputs& outputs() const { return outputs_; }
+  Value* output(size_t i = 0) const {
+    if (i >= outputs_.size())
+      throw std::out_of_range("output " + std::to_string(i) + " of a node with " + std::to_string(outputs_.size()));
+    return outputs_[i];
+  }
   size_t num_outputs() const { return outputs_.size(); }
   Value* add_output(ValueType type, std::optional<TensorMeta> meta, const std::string& name_hint = "");
   bool has_users() const;
 
-  const NodeMeta& meta() const { return meta_; }
+  const NodeMeta& meta() const { return meta_ ? *meta_ : default_meta(); }
   /// The metadata for writing: records the node as touched (kTouchMeta), so the gate
   /// re-verifies it. Read through meta().
   NodeMeta& mutable_meta();
@@ -230,6 +305,10 @@ class Node {
   friend class Graph;
   friend class Value;
   Node(Graph* g, const std::string* op) : graph_(g), op_(op) {}
+  static const NodeMeta& default_meta() {
+    static const NodeMeta empty;
+    return empty;
+  }
   void rebuild_slots();
   void drop_uses();
 
@@ -242,19 +321,29 @@ class Node {
   int64_t order_ = 0;
   uint8_t touched_ = 0;
   uint32_t touched_slot_ = 0;  // index in the graph's touched list while touched_ != 0
-  std::vector<Arg*> slots_;     // pointers into args_ for every Value reference
-  std::vector<Value*> outputs_;  // owned
+  // Pointers into args_ for every Value reference; most nodes have one or two, kept in
+  // the node instead of an allocation of their own.
+  c10::SmallVector<Arg*, 2> slots_;
+  NodeOutputs outputs_;  // owned
   std::vector<Arg> args_;
-  NodeMeta meta_;
+  // Null while the metadata is the default one (most nodes of a large graph): a node of
+  // a million-node graph then fits a smaller allocation. mutable_meta() creates it.
+  std::unique_ptr<NodeMeta> meta_;
+  // Where the operator and then each top-level argument were parsed from: a range of the
+  // graph's source_positions_ (empty when not parsed).
+  uint32_t source_at_ = 0;
+  uint32_t source_count_ = 0;
 
  public:
   /// Line and column of the node in the text it was parsed from (0 when not parsed).
   int source_line = 0;
-  /// Where the operator name and each top-level argument were parsed from (empty when
-  /// not parsed), so argument errors can point at `file:line:col`.
-  SourcePos source_op;
-  std::vector<SourcePos> source_args;
   int source_column = 0;
+  /// Where the operator name was parsed from (line 0 when not parsed).
+  SourcePos source_op() const;
+  /// Where each top-level argument was parsed from (none when not parsed), so argument
+  /// errors can point at `file:line:col`. Valid until the graph's next set_source.
+  std::span<const SourcePos> source_args() const;
+  void set_source(SourcePos op, std::span<const SourcePos> args);
 };
 
 /// The one copy of the operator name `op` this process keeps: every node points at it
@@ -436,6 +525,9 @@ class Graph {
   std::vector<sym::Claim> claims_;
   std::optional<MeshInfo> mesh_;
   std::map<std::string, std::unique_ptr<Graph>> subgraphs_;
+  // Every parsed node's operator and argument positions, one array per graph instead of a
+  // vector per node (Node::source_op, Node::source_args).
+  std::vector<SourcePos> source_positions_;
   Graph* owner_ = nullptr;
   std::string subgraph_name_;
   std::vector<Node*> touched_nodes_;

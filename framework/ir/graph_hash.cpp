@@ -144,7 +144,7 @@ void hash_type(Hasher& h, const Value& v) {
 void hash_arg(Hasher& h, const Arg& a) {
   // A constant symbolic integer prints, and parses back, as a plain integer.
   if (a.kind == Arg::Kind::Sym) {
-    if (std::optional<int64_t> c = a.expr.as_constant()) {
+    if (std::optional<int64_t> c = a.expr().as_constant()) {
       h.add(static_cast<uint64_t>(Arg::Kind::Int));
       h.add(static_cast<uint64_t>(*c));
       return;
@@ -167,13 +167,13 @@ void hash_arg(Hasher& h, const Arg& a) {
         h.add(std::bit_cast<uint64_t>(a.f));
       }
       return;
-    case Arg::Kind::String: h.add(std::string_view(a.s)); return;
+    case Arg::Kind::String: h.add(std::string_view(a.str())); return;
     case Arg::Kind::Device: hash_device(h, a.device); return;
     case Arg::Kind::Value: h.add(std::string_view(a.value->name())); return;
-    case Arg::Kind::Sym: h.add(std::string_view(a.expr.to_string())); return;
+    case Arg::Kind::Sym: h.add(std::string_view(a.expr().to_string())); return;
     case Arg::Kind::List:
-      h.add(static_cast<uint64_t>(a.list.size()));
-      for (const Arg& e : a.list) hash_arg(h, e);
+      h.add(static_cast<uint64_t>(a.list().size()));
+      for (const Arg& e : a.list()) hash_arg(h, e);
       return;
   }
 }

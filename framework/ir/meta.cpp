@@ -51,11 +51,11 @@ bool TensorMeta::is_contiguous() const {
 }
 
 sym::Expr TensorMeta::size_expr(size_t d) const {
-  return sym_sizes.empty() ? sym::Expr::constant(sizes.at(d)) : sym_sizes.at(d);
+  return symbolic_ ? symbolic_->sizes.at(d) : sym::Expr::constant(sizes.at(d));
 }
 
 sym::Expr TensorMeta::stride_expr(size_t d) const {
-  return sym_strides.empty() ? sym::Expr::constant(strides.at(d)) : sym_strides.at(d);
+  return symbolic_ ? symbolic_->strides.at(d) : sym::Expr::constant(strides.at(d));
 }
 
 std::vector<sym::Expr> TensorMeta::size_exprs() const {
@@ -100,18 +100,15 @@ void TensorMeta::set_symbolic(std::vector<sym::Expr> sizes_expr, std::vector<sym
   auto all_constant = [](const std::vector<sym::Expr>& exprs) {
     return std::all_of(exprs.begin(), exprs.end(), [](const sym::Expr& e) { return e.is_constant(); });
   };
-  if (all_constant(sizes_expr) && all_constant(strides_expr)) {
-    sym_sizes.clear();
-    sym_strides.clear();
-  } else {
-    sym_sizes = std::move(sizes_expr);
-    sym_strides = std::move(strides_expr);
-  }
+  if (all_constant(sizes_expr) && all_constant(strides_expr))
+    symbolic_.reset();
+  else
+    symbolic_ = std::make_unique<SymbolicShape>(SymbolicShape{std::move(sizes_expr), std::move(strides_expr)});
 }
 
 std::set<std::string> TensorMeta::free_symbols() const {
   std::set<std::string> out;
-  for (const auto* list : {&sym_sizes, &sym_strides})
+  for (const auto* list : {&sym_sizes(), &sym_strides()})
     for (const sym::Expr& e : *list) {
       auto f = e.free_symbols();
       out.insert(f.begin(), f.end());

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,15 +30,29 @@ struct TensorMeta {
   std::vector<int64_t> strides;
   c10::ScalarType dtype = c10::ScalarType::Float;
   c10::Device device = c10::Device(c10::DeviceType::CPU);
+
+  TensorMeta() = default;
+  TensorMeta(const TensorMeta& other)
+      : sizes(other.sizes), strides(other.strides), dtype(other.dtype), device(other.device),
+        symbolic_(other.symbolic_ ? std::make_unique<SymbolicShape>(*other.symbolic_) : nullptr) {}
+  TensorMeta(TensorMeta&&) noexcept = default;
+  TensorMeta& operator=(const TensorMeta& other) {
+    if (this != &other) *this = TensorMeta(other);
+    return *this;
+  }
+  TensorMeta& operator=(TensorMeta&&) noexcept = default;
+
   /// Empty when the shape is concrete; otherwise one expression per dimension.
-  std::vector<sym::Expr> sym_sizes;
-  std::vector<sym::Expr> sym_strides;
+  const std::vector<sym::Expr>& sym_sizes() const { return symbolic_ ? symbolic_->sizes : no_exprs(); }
+  const std::vector<sym::Expr>& sym_strides() const { return symbolic_ ? symbolic_->strides : no_exprs(); }
+  /// Forgets the expressions; the concrete sizes and strides stay.
+  void drop_symbolic() { symbolic_.reset(); }
 
   bool operator==(const TensorMeta& other) const {
     return sizes == other.sizes && strides == other.strides && dtype == other.dtype &&
-           device == other.device && sym_sizes == other.sym_sizes && sym_strides == other.sym_strides;
+           device == other.device && sym_sizes() == other.sym_sizes() && sym_strides() == other.sym_strides();
   }
-  bool is_symbolic() const { return !sym_sizes.empty() || !sym_strides.empty(); }
+  bool is_symbolic() const { return symbolic_ != nullptr; }
   /// Size / stride of dimension d as an expression (a constant when concrete).
   sym::Expr size_expr(size_t d) const;
   sym::Expr stride_expr(size_t d) const;
@@ -58,6 +73,19 @@ struct TensorMeta {
   int64_t nbytes() const;
   bool is_contiguous() const;
   static std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+
+ private:
+  // Out of line: only graphs traced with a symbolic dimension have expressions, and a
+  // million-node graph holds a TensorMeta in every value.
+  struct SymbolicShape {
+    std::vector<sym::Expr> sizes;
+    std::vector<sym::Expr> strides;
+  };
+  static const std::vector<sym::Expr>& no_exprs() {
+    static const std::vector<sym::Expr> none;
+    return none;
+  }
+  std::unique_ptr<SymbolicShape> symbolic_;  // null: concrete
 };
 
 /// How a value of a distributed graph is laid out along one mesh dim (DTensor's

@@ -21,7 +21,7 @@ bool is_invoke_subgraph(const Node& node) {
 
 std::string called_subgraph_name(const Node& node) {
   if (!is_invoke_subgraph(node) || node.num_args() == 0 || node.arg(0).kind != Arg::Kind::String) return "";
-  return node.arg(0).s;
+  return node.arg(0).str();
 }
 
 Graph* called_subgraph(const Node& node) {
@@ -38,11 +38,11 @@ std::vector<Value*> call_operands(const Node& node) {
 std::string call_problem(const Node& call) {
   if (call.num_args() != 2 || call.arg(0).kind != Arg::Kind::String || call.arg(1).kind != Arg::Kind::List)
     return std::string(kInvokeSubgraphOp) + " takes a subgraph name and a list of operands: (\"name\", [%a, %b])";
-  const std::string& name = call.arg(0).s;
+  const std::string& name = call.arg(0).str();
   const Graph* body = call.graph()->find_subgraph(name);
   if (!body) return "call of unknown subgraph '" + name + "' (define it with a 'subgraph " + name + "(...)' block)";
   std::vector<Value*> operands = call_operands(call);
-  if (operands.size() != call.arg(1).list.size())
+  if (operands.size() != call.arg(1).list().size())
     return "call of subgraph '" + name + "' passes a constant operand; every operand must be a value";
   if (operands.size() != body->inputs().size())
     return "call of subgraph '" + name + "' passes " + std::to_string(operands.size()) + " operand(s) but it takes " +
@@ -298,7 +298,7 @@ std::unique_ptr<Graph> build_body(const Region& r, int64_t base_seq, std::vector
     std::function<void(Arg&)> remap = [&](Arg& a) {
       if (a.kind == Arg::Kind::Value) a.value = map.at(a.value);
       else if (a.kind == Arg::Kind::List)
-        for (Arg& e : a.list) remap(e);
+        for (Arg& e : a.mutable_list()) remap(e);
     };
     for (Arg& a : args) remap(a);
     Node* copy = body->create(n->op(), std::move(args));

@@ -205,7 +205,7 @@ void append_arg(std::string& out, const Arg& a) {
     case Arg::Kind::Bool: out += a.b ? "True" : "False"; return;
     case Arg::Kind::Int: append_int(out, a.i); return;
     case Arg::Kind::Float: out += format_double(a.f); return;
-    case Arg::Kind::String: append_quoted(out, a.s); return;
+    case Arg::Kind::String: append_quoted(out, a.str()); return;
     case Arg::Kind::Dtype:
     case Arg::Kind::Layout:
     case Arg::Kind::MemoryFormat: {
@@ -230,12 +230,12 @@ void append_arg(std::string& out, const Arg& a) {
       out += '%';
       out += a.value->name();
       return;
-    case Arg::Kind::Sym: append_sym(out, a.expr); return;
+    case Arg::Kind::Sym: append_sym(out, a.expr()); return;
     case Arg::Kind::List:
       out += '[';
-      for (size_t i = 0; i < a.list.size(); ++i) {
+      for (size_t i = 0; i < a.list().size(); ++i) {
         if (i) out += ", ";
-        append_arg(out, a.list[i]);
+        append_arg(out, a.list()[i]);
       }
       out += ']';
       return;
@@ -255,8 +255,8 @@ void append_type(std::string& out, const Value& v) {
   const TensorMeta& m = *v.meta();
   out += dtype_short_name(m.dtype);
   out += '[';
-  if (m.sym_sizes.empty()) append_int_list(out, m.sizes);
-  else append_expr_list(out, m.sym_sizes);
+  if (m.sym_sizes().empty()) append_int_list(out, m.sizes);
+  else append_expr_list(out, m.sym_sizes());
   out += ']';
   if (m.is_symbolic()) {
     // Symbolic strides print unless they are the row-major ones of the symbolic sizes.
@@ -434,7 +434,7 @@ class Parser {
       for (const Node* n : g->nodes()) {
         if (!is_invoke_subgraph(*n)) continue;
         std::string problem = call_problem(*n);
-        if (!problem.empty()) fail_at(n->source_op.line, n->source_op.column, problem);
+        if (!problem.empty()) fail_at(n->source_op().line, n->source_op().column, problem);
       }
     std::string cycle = find_call_cycle(*top_);
     if (!cycle.empty()) {
@@ -445,7 +445,7 @@ class Parser {
     std::string nesting = nesting_problem(*top_);
     if (!nesting.empty()) {
       for (const Node* n : top_->nodes())
-        if (is_invoke_subgraph(*n)) fail_at(n->source_op.line, n->source_op.column, nesting);
+        if (is_invoke_subgraph(*n)) fail_at(n->source_op().line, n->source_op().column, nesting);
       fail_at(1, 1, nesting);
     }
   }
@@ -1213,20 +1213,19 @@ class Parser {
       } while (accept(','));
     }
     expect(')');
-    NodeMeta meta;
+    std::optional<NodeMeta> meta;
     while (!at_end() && (peek() == ' ' || peek() == '\t')) advance();
     if (peek() == '#' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '{') {
       advance();
-      parse_meta(meta);
+      parse_meta(meta.emplace());
     }
     Node* node = graph_->create(op, std::vector<Arg>(std::make_move_iterator(args.begin()),
                                                      std::make_move_iterator(args.end())));
     saw_call_ |= is_invoke_subgraph(*node);
     node->source_line = node_line;
-    node->source_op = SourcePos{op_line, op_col};
-    node->source_args.assign(arg_positions.begin(), arg_positions.end());
+    node->set_source(SourcePos{op_line, op_col}, arg_positions);
     node->source_column = node_col;
-    node->mutable_meta() = std::move(meta);
+    if (meta) node->mutable_meta() = std::move(*meta);
     for (auto& d : outs) {
       // A taken or unclean name comes back changed (Graph::unique_name).
       Value* v = node->add_output(d.type, std::move(d.meta), d.name);

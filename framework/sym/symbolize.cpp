@@ -198,9 +198,9 @@ class Symbolizer {
     for (size_t t = 1; t < args.size(); ++t) {
       const ir::Arg& a = *args[t];
       if (a.kind != a0.kind) fail_node(t, *same[0], same[t], where + " has a different kind");
-      if (a.kind == ir::Arg::Kind::List && a.list.size() != a0.list.size())
-        fail_node(t, *same[0], same[t], where + " is a list of " + std::to_string(a0.list.size()) + " items at " +
-                                            at(0) + " but of " + std::to_string(a.list.size()) + " at " + at(t));
+      if (a.kind == ir::Arg::Kind::List && a.list().size() != a0.list().size())
+        fail_node(t, *same[0], same[t], where + " is a list of " + std::to_string(a0.list().size()) + " items at " +
+                                            at(0) + " but of " + std::to_string(a.list().size()) + " at " + at(t));
       if (a.kind == ir::Arg::Kind::Value && mapped(t, a.value) != a0.value)
         fail_node(t, *same[0], same[t], where + " reads a different value");
       if (a.kind == ir::Arg::Kind::Float && std::memcmp(&a.f, &a0.f, sizeof a.f) != 0)
@@ -220,14 +220,12 @@ class Symbolizer {
     }
     if (a0.kind == ir::Arg::Kind::List) {
       std::vector<ir::Arg> items;
-      for (size_t i = 0; i < a0.list.size(); ++i) {
+      for (size_t i = 0; i < a0.list().size(); ++i) {
         std::vector<const ir::Arg*> item;
-        for (const ir::Arg* a : args) item.push_back(&a->list[i]);
+        for (const ir::Arg* a : args) item.push_back(&a->list()[i]);
         items.push_back(fit_arg(item, same, where + " item " + std::to_string(i)));
       }
-      ir::Arg out = a0;
-      out.list = std::move(items);
-      return out;
+      return ir::Arg::of_list(std::move(items));
     }
     return a0;
   }
@@ -255,7 +253,8 @@ class Symbolizer {
       // fit_arg returns Value references of trace 0; rebind them to the result graph.
       std::function<void(ir::Arg&)> rebind = [&](ir::Arg& a) {
         if (a.is_value()) a.value = result.graph()->find_value(a.value->name());
-        for (ir::Arg& item : a.list) rebind(item);
+        if (a.kind == ir::Arg::Kind::List)
+          for (ir::Arg& item : a.mutable_list()) rebind(item);
       };
       for (ir::Arg& a : args) rebind(a);
       result.set_args(std::move(args));

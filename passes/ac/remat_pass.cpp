@@ -225,7 +225,7 @@ check::PassResult remat_pass(ir::Graph& graph, const check::PassOptions& options
     // The injected bug: every further backward reader gets a duplicate of its own.
     for (ir::Node* t : targets) {
       ir::Node* dup = duplicate_node.at(t);
-      std::vector<ir::Use> uses = dup->output(0)->uses();
+      ir::UseList uses = dup->output(0)->uses();
       for (size_t u = 1; u < uses.size(); ++u) {
         if (uses[u].is_graph_output() || !in_region.count(uses[u].user)) continue;
         ir::Node* again = graph.clone_node(*dup, [](ir::Value* v) { return v; }, uses[u].user);

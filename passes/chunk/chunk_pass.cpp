@@ -95,7 +95,7 @@ bool is_additive_reduction(const ir::Node& n) {
 bool is_linear_collective(const ir::Node& n) {
   if (n.op() == "_c10d_functional::wait_tensor") return true;
   if (n.op() != "_c10d_functional::all_reduce" || n.num_args() < 2 || n.arg(1).kind != ir::Arg::Kind::String) return false;
-  return n.arg(1).s == "sum" || n.arg(1).s == "avg";
+  return n.arg(1).str() == "sum" || n.arg(1).str() == "avg";
 }
 
 bool is_view_like(const ir::Node& n) {
@@ -234,8 +234,8 @@ class ChunkRewriter {
     std::vector<size_t> dims;
     if (!v->meta()) return dims;
     const ir::TensorMeta& m = *v->meta();
-    for (size_t d = 0; d < m.sym_sizes.size(); ++d)
-      if (m.sym_sizes[d].contains_symbol(symbol_)) dims.push_back(d);
+    for (size_t d = 0; d < m.sym_sizes().size(); ++d)
+      if (m.sym_sizes()[d].contains_symbol(symbol_)) dims.push_back(d);
     return dims;
   }
 
@@ -266,10 +266,10 @@ class ChunkRewriter {
   Expr halve(const Expr& e) const { return sym::substitute(e, half_); }
 
   ir::Arg halve(const ir::Arg& a) const {
-    if (a.kind == ir::Arg::Kind::Sym) return ir::Arg::symbolic(halve(a.expr));
+    if (a.kind == ir::Arg::Kind::Sym) return ir::Arg::symbolic(halve(a.expr()));
     if (a.kind == ir::Arg::Kind::List) {
       ir::Arg out = a;
-      for (ir::Arg& item : out.list) item = halve(item);
+      for (ir::Arg& item : out.mutable_list()) item = halve(item);
       return out;
     }
     return a;
@@ -351,8 +351,8 @@ class ChunkRewriter {
     const ir::Value* out = n.output();
     const ir::Arg& sizes = n.arg(1);
     for (size_t d : chunk_dims(out)) {
-      if (d >= sizes.list.size()) continue;
-      const ir::Arg& entry = sizes.list[d];
+      if (d >= sizes.list().size()) continue;
+      const ir::Arg& entry = sizes.list()[d];
       if (d_.refuse("baked-reshape-size", entry.kind == ir::Arg::Kind::Int && entry.i != -1))
         throw ChunkError("reshape " + describe(n) + " in region " + region.root + " has the constant size " +
                          std::to_string(entry.i) + " in dim " + std::to_string(d) + ", where its result carries " +
@@ -364,7 +364,7 @@ class ChunkRewriter {
     if (!in_meta) return;
     Expr in_numel = Expr::constant(1), out_numel = Expr::constant(1);
     for (const Expr& e : in_meta->size_exprs()) in_numel = in_numel * e;
-    for (const ir::Arg& entry : sizes.list) {
+    for (const ir::Arg& entry : sizes.list()) {
       auto e = entry.as_int_expr();
       if (!e || (e->as_constant() && *e->as_constant() == -1)) return;
       out_numel = out_numel * *e;
@@ -523,7 +523,7 @@ class ChunkRewriter {
         if (a.is_value()) return ir::Arg::of(chunk_value(0)(a.value));
         if (a.kind == ir::Arg::Kind::List) {
           ir::Arg out = a;
-          for (ir::Arg& item : out.list) item = remap0(item);
+          for (ir::Arg& item : out.mutable_list()) item = remap0(item);
           return out;
         }
         return halve(a);
@@ -569,8 +569,8 @@ class ChunkRewriter {
     if (meta_it == original_meta_.end()) return;  // the guard disabled: left unmaterialized
     const ir::TensorMeta& full = meta_it->second;
     std::vector<size_t> dims;
-    for (size_t d = 0; d < full.sym_sizes.size(); ++d)
-      if (full.sym_sizes[d].contains_symbol(symbol_)) dims.push_back(d);
+    for (size_t d = 0; d < full.sym_sizes().size(); ++d)
+      if (full.sym_sizes()[d].contains_symbol(symbol_)) dims.push_back(d);
     if (d_.refuse("multi-dim-live-out", dims.size() > 1))
       throw ChunkError("live-out %" + orig + " of region " + region.root + " carries " + symbol_ + " in " +
                        std::to_string(dims.size()) + " dimensions: cannot materialize it by cat");
@@ -678,7 +678,7 @@ class ChunkRewriter {
   std::optional<Expr> original_input_extent(const ir::Value* in) const {
     const ir::TensorMeta* full = full_meta(in);
     if (!full) return std::nullopt;
-    for (const Expr& e : full->sym_sizes)
+    for (const Expr& e : full->sym_sizes())
       if (e.contains_symbol(symbol_)) return e;
     return std::nullopt;
   }

@@ -60,10 +60,10 @@ int64_t holds_at(const sym::Claim& c, const std::map<std::string, int64_t>& hint
 }
 
 ir::Arg concrete(const ir::Arg& a, const std::map<std::string, int64_t>& hints, const std::string& where) {
-  if (a.kind == ir::Arg::Kind::Sym) return ir::Arg::integer(value_at(a.expr, hints, where));
+  if (a.kind == ir::Arg::Kind::Sym) return ir::Arg::integer(value_at(a.expr(), hints, where));
   if (a.kind == ir::Arg::Kind::List) {
     ir::Arg out = a;
-    for (ir::Arg& item : out.list) item = concrete(item, hints, where);
+    for (ir::Arg& item : out.mutable_list()) item = concrete(item, hints, where);
     return out;
   }
   return a;
@@ -73,10 +73,9 @@ std::optional<ir::TensorMeta> concrete(const std::optional<ir::TensorMeta>& meta
                                        const std::map<std::string, int64_t>& hints, const std::string& where) {
   if (!meta || !meta->is_symbolic()) return meta;
   ir::TensorMeta m = *meta;
-  for (size_t d = 0; d < m.sym_sizes.size(); ++d) m.sizes[d] = value_at(m.sym_sizes[d], hints, where);
-  for (size_t d = 0; d < m.sym_strides.size(); ++d) m.strides[d] = value_at(m.sym_strides[d], hints, where);
-  m.sym_sizes.clear();
-  m.sym_strides.clear();
+  for (size_t d = 0; d < m.sym_sizes().size(); ++d) m.sizes[d] = value_at(m.sym_sizes()[d], hints, where);
+  for (size_t d = 0; d < m.sym_strides().size(); ++d) m.strides[d] = value_at(m.sym_strides()[d], hints, where);
+  m.drop_symbolic();
   return m;
 }
 

@@ -23,7 +23,7 @@ bool is_view_like(const std::string& op) {
 bool arguments_keep_shape(const ir::Node& n, const ir::TensorMeta& a) {
   // A -1 entry is inferred and fine.
   if (n.num_args() < 2 || n.arg(1).kind != ir::Arg::Kind::List) return false;
-  const std::vector<ir::Arg>& sizes = n.arg(1).list;
+  const std::vector<ir::Arg>& sizes = n.arg(1).list();
   if (sizes.size() != a.sizes.size()) return false;
   for (size_t i = 0; i < sizes.size(); ++i)
     if (sizes[i].kind != ir::Arg::Kind::Int || (sizes[i].i != a.sizes[i] && sizes[i].i != -1)) return false;
@@ -33,7 +33,7 @@ bool arguments_keep_shape(const ir::Node& n, const ir::TensorMeta& a) {
 bool arguments_keep_strides(const ir::Node& n, const ir::TensorMeta& a) {
   if (n.op() != "aten::_reshape_alias") return true;
   if (n.num_args() < 3 || n.arg(2).kind != ir::Arg::Kind::List) return false;
-  const std::vector<ir::Arg>& strides = n.arg(2).list;
+  const std::vector<ir::Arg>& strides = n.arg(2).list();
   if (strides.size() != a.strides.size()) return false;
   for (size_t i = 0; i < strides.size(); ++i)
     if (strides[i].kind != ir::Arg::Kind::Int || strides[i].i != a.strides[i]) return false;

@@ -86,7 +86,7 @@ std::optional<Gather> read_gather(ir::Node* n) {
   if (n == nullptr || n->op() != kAllGather || n->num_args() < 3 || !n->arg(0).is_value() ||
       n->arg(1).kind != ir::Arg::Kind::Int || n->arg(2).kind != ir::Arg::Kind::String)
     return std::nullopt;
-  return Gather{n, n->arg(1).i, n->arg(2).s};
+  return Gather{n, n->arg(1).i, n->arg(2).str()};
 }
 
 // A candidate: ag1 -> wait1 -> chain -> ag2 -> wait2.
@@ -129,7 +129,7 @@ class Fuser {
     auto ag2 = read_gather(ag2_node);
     if (!ag2) return false;
     c.ag2 = *ag2;
-    const std::vector<ir::Use>& ag2_uses = ag2_node->output()->uses();
+    const ir::UseList& ag2_uses = ag2_node->output()->uses();
     // The verifier guarantees the gather's only user is its wait.
     if (ag2_uses.size() != 1 || ag2_uses[0].is_graph_output() || ag2_uses[0].user->op() != kWait) return false;
     c.wait2 = ag2_uses[0].user;

@@ -30,7 +30,7 @@ std::optional<std::vector<int64_t>> ints_at(const ir::Node& n, size_t i) {
   if (a.kind == ir::Arg::Kind::Int) return std::vector<int64_t>{a.i};
   if (a.kind != ir::Arg::Kind::List) return std::nullopt;
   std::vector<int64_t> out;
-  for (const ir::Arg& item : a.list) {
+  for (const ir::Arg& item : a.list()) {
     if (item.kind != ir::Arg::Kind::Int) return std::nullopt;
     out.push_back(item.i);
   }

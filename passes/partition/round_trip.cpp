@@ -35,7 +35,7 @@ class StructuralKeys {
           text += key(a.value);
         } else if (a.kind == ir::Arg::Kind::List) {
           text += "[";
-          for (const ir::Arg& e : a.list) {
+          for (const ir::Arg& e : a.list()) {
             print(e);
             text += ",";
           }

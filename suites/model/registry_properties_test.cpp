@@ -60,7 +60,7 @@ TEST(EveryPass, TheGenericCheckFailsOnAPassThatChangesNumerics) {
                [](ir::Graph& g, const check::PassOptions&) {
                  check::PassResult r;
                  for (ir::Node* n : g.nodes())
-                   if (n->op() == "aten::gelu" && n->arg(1).s != "tanh") {
+                   if (n->op() == "aten::gelu" && n->arg(1).str() != "tanh") {
                      n->set_arg(1, ir::Arg::string("tanh"));
                      r.changed = true;
                    }

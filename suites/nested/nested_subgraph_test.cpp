@@ -105,8 +105,7 @@ TEST(NestedSubgraphVerifier, NamesTheSubgraphOfALeftoverSymbol) {
   for (ir::Value* in : g->inputs())
     if (in->meta()) {
       ir::TensorMeta m = *in->meta();
-      m.sym_sizes.clear();
-      m.sym_strides.clear();
+      m.drop_symbolic();
       in->set_meta(m);
     }
   std::string all;

@@ -53,7 +53,7 @@ TEST(ChunkPass, SplitsDuplicatesChainsAndMaterializes) {
   EXPECT_EQ(count_op(*g, "aten::mm"), 2u);
   ASSERT_NE(g->find_value("mm_chunk0"), nullptr);
   ASSERT_NE(g->find_value("mm_chunk1"), nullptr);
-  EXPECT_EQ(g->find_value("mm_chunk1")->meta()->sym_sizes[0].to_string(), "floordiv(s0, 2)");
+  EXPECT_EQ(g->find_value("mm_chunk1")->meta()->sym_sizes()[0].to_string(), "floordiv(s0, 2)");
   const ir::Value* upd1 = g->find_value("upd_chunk1");
   ASSERT_NE(upd1, nullptr);
   EXPECT_EQ(upd1->producer()->arg(0).value, g->find_value("upd_chunk0")) << "chunk 1's update chains after chunk 0's";

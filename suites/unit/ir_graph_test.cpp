@@ -216,7 +216,7 @@ TEST_F(GraphTest, ReplaceAllUsesRewiresOperandsAndGraphOutputs) {
   EXPECT_FALSE(a->has_uses());
   EXPECT_EQ(sum->producer()->operands(), (std::vector<Value*>{b, b}));
   EXPECT_EQ(g.outputs(), (std::vector<Value*>{b, sum, b}));
-  EXPECT_EQ(sum->producer()->arg(1).list[0].value, b);
+  EXPECT_EQ(sum->producer()->arg(1).list()[0].value, b);
   EXPECT_EQ(b->uses().size(), 4u);
   expect_use_lists_exact(g);
   EXPECT_EQ(g.print(), parse_graph(g.print())->print());
@@ -400,7 +400,7 @@ TEST_F(GraphTest, CloneNodeRemapsOperandsCopiesMetadataAndSuffixesNames) {
   EXPECT_EQ(g.first_node(), copy);
   EXPECT_EQ(copy->op(), "aten::split.Tensor");
   EXPECT_EQ(copy->operands(), (std::vector<Value*>{b, b}));
-  EXPECT_EQ(copy->arg(1).list[1], Arg::integer(2));
+  EXPECT_EQ(copy->arg(1).list()[1], Arg::integer(2));
   EXPECT_EQ(copy->meta(), split->meta());
   ASSERT_EQ(copy->num_outputs(), 2u);
   EXPECT_EQ(copy->output(0)->name(), "lo_recomputed");

@@ -215,16 +215,16 @@ TEST(IrText, ConstantsParseToTheRightValues) {
   EXPECT_TRUE(std::isnan(parse_single_arg("nan").f));
   EXPECT_TRUE(std::signbit(parse_single_arg("-nan").f));
   EXPECT_EQ(parse_single_arg("1e3"), Arg::real(1000.0));
-  EXPECT_EQ(parse_single_arg("\"a\\\"b\\\\c\\nd\\te\"").s, "a\"b\\c\nd\te");
+  EXPECT_EQ(parse_single_arg("\"a\\\"b\\\\c\\nd\\te\"").str(), "a\"b\\c\nd\te");
   EXPECT_EQ(parse_single_arg("torch.bfloat16"), Arg::dtype(c10::ScalarType::BFloat16));
   EXPECT_EQ(parse_single_arg("torch.sparse_coo"), Arg::layout(c10::Layout::Sparse));
   EXPECT_EQ(parse_single_arg("torch.channels_last"), Arg::memory_format(c10::MemoryFormat::ChannelsLast));
   EXPECT_EQ(parse_single_arg("device(\"cuda:1\")"), Arg::dev(c10::Device(c10::kCUDA, 1)));
   const Arg nested = parse_single_arg("[1, [], [True, None]]");
   ASSERT_EQ(nested.kind, Arg::Kind::List);
-  ASSERT_EQ(nested.list.size(), 3u);
-  EXPECT_TRUE(nested.list[1].list.empty());
-  EXPECT_EQ(nested.list[2].list[1], Arg::none());
+  ASSERT_EQ(nested.list().size(), 3u);
+  EXPECT_TRUE(nested.list()[1].list().empty());
+  EXPECT_EQ(nested.list()[2].list()[1], Arg::none());
 }
 
 // Values without a torch.* name print as torch.dtype(N) and friends; they must read
@@ -427,7 +427,7 @@ TEST(IrTextErrors, DeeplyNestedListIsRejectedNotAStackOverflow) {
 TEST(IrTextErrors, NulAndControlBytesAreErrorsOrStringContent) {
   const std::string with_nul = with_node(std::string("() = aten::f(\"a\0b\")", 19));
   auto g = parse_graph(with_nul);
-  EXPECT_EQ(g->first_node()->arg(0).s, std::string("a\0b", 3));
+  EXPECT_EQ(g->first_node()->arg(0).str(), std::string("a\0b", 3));
   EXPECT_EQ(g->print(), with_nul);
   expect_parse_error(with_node(std::string("() = aten::f(\0)", 15)), 3, 16, "expected an argument");
 }

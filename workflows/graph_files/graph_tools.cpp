@@ -63,7 +63,7 @@ std::vector<c10::Device> devices_in(const ir::Graph& graph) {
   std::function<void(const ir::Arg&)> note_arg = [&](const ir::Arg& a) {
     if (a.kind == ir::Arg::Kind::Device) note(a.device);
     if (a.kind == ir::Arg::Kind::List)
-      for (const ir::Arg& e : a.list) note_arg(e);
+      for (const ir::Arg& e : a.list()) note_arg(e);
   };
   for (const ir::Value* in : graph.inputs()) note_meta(in);
   for (const ir::Node* n : graph.nodes()) {

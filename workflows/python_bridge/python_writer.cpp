@@ -63,7 +63,7 @@ std::string py_arg(const ir::Arg& arg, const std::string& where) {
     case K::Bool: return arg.b ? "True" : "False";
     case K::Int: return std::to_string(arg.i);
     case K::Float: return py_float(arg.f);
-    case K::String: return py_string(arg.s);
+    case K::String: return py_string(arg.str());
     case K::Device: return "torch.device(" + py_string(arg.device.str()) + ")";
     case K::Dtype:
     case K::Layout:
@@ -76,7 +76,7 @@ std::string py_arg(const ir::Arg& arg, const std::string& where) {
     case K::Value: return "v[" + py_string(arg.value->name()) + "]";
     case K::List: {
       std::string out = "[";
-      for (size_t i = 0; i < arg.list.size(); ++i) out += (i ? ", " : "") + py_arg(arg.list[i], where);
+      for (size_t i = 0; i < arg.list().size(); ++i) out += (i ? ", " : "") + py_arg(arg.list()[i], where);
       return out + "]";
     }
     case K::Sym:
