@@ -72,6 +72,11 @@ Arg Arg::int_list(const std::vector<int64_t>& items) {
   return of_list(std::move(list));
 }
 
+const ArgPayload& ArgPayload::empty() {
+  static const ArgPayload none;
+  return none;
+}
+
 std::vector<Arg>& Arg::mutable_list() {
   if (kind != Kind::List) throw IrError("mutable_list: the argument is not a list");
   if (!payload_) payload_ = std::make_unique<ArgPayload>();
@@ -225,6 +230,11 @@ NodeMeta& Node::mutable_meta() {
 
 SourcePos Node::source_op() const {
   return source_count_ ? graph_->source_positions_[source_at_] : SourcePos{};
+}
+
+const NodeMeta& Node::default_meta() {
+  static const NodeMeta empty;
+  return empty;
 }
 
 std::span<const SourcePos> Node::source_args() const {

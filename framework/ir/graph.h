@@ -160,10 +160,7 @@ struct ArgPayload {
   std::vector<Arg> list;
   sym::Expr expr;
 
-  static const ArgPayload& empty() {
-    static const ArgPayload none;
-    return none;
-  }
+  static const ArgPayload& empty();  // out of line: the pass libraries hold no statics
 };
 
 inline Arg::Arg(Arg&& other) noexcept = default;
@@ -305,10 +302,7 @@ class Node {
   friend class Graph;
   friend class Value;
   Node(Graph* g, const std::string* op) : graph_(g), op_(op) {}
-  static const NodeMeta& default_meta() {
-    static const NodeMeta empty;
-    return empty;
-  }
+  static const NodeMeta& default_meta();  // out of line: the pass libraries hold no statics
   void rebuild_slots();
   void drop_uses();
 

@@ -58,6 +58,11 @@ sym::Expr TensorMeta::stride_expr(size_t d) const {
   return symbolic_ ? symbolic_->strides.at(d) : sym::Expr::constant(strides.at(d));
 }
 
+const std::vector<sym::Expr>& TensorMeta::no_exprs() {
+  static const std::vector<sym::Expr> none;
+  return none;
+}
+
 std::vector<sym::Expr> TensorMeta::size_exprs() const {
   std::vector<sym::Expr> out;
   for (size_t d = 0; d < sizes.size(); ++d) out.push_back(size_expr(d));
@@ -178,7 +183,7 @@ const char* dtype_short_name(c10::ScalarType dtype) {
   return "unknown_dtype";
 }
 
-std::optional<c10::ScalarType> dtype_from_short_name(const std::string& name) {
+std::optional<c10::ScalarType> dtype_from_short_name(std::string_view name) {
   for (const auto& d : kDtypes)
     if (name == d.name) return d.type;
   return std::nullopt;

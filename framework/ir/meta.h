@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace passcheck::ir {
@@ -81,10 +82,7 @@ struct TensorMeta {
     std::vector<sym::Expr> sizes;
     std::vector<sym::Expr> strides;
   };
-  static const std::vector<sym::Expr>& no_exprs() {
-    static const std::vector<sym::Expr> none;
-    return none;
-  }
+  static const std::vector<sym::Expr>& no_exprs();  // out of line: the pass libraries hold no statics
   std::unique_ptr<SymbolicShape> symbolic_;  // null: concrete
 };
 
@@ -181,7 +179,7 @@ struct NodeMeta {
 
 /// Short dtype names used by the text format ("f32", "bf16", "i64", ...).
 const char* dtype_short_name(c10::ScalarType dtype);
-std::optional<c10::ScalarType> dtype_from_short_name(const std::string& name);
+std::optional<c10::ScalarType> dtype_from_short_name(std::string_view name);
 /// "[2, 3]": sizes or strides as the text format and messages write them.
 std::string format_int_list(const std::vector<int64_t>& values);
 /// Element size in bytes.

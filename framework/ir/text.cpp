@@ -810,7 +810,9 @@ class Parser {
   // Sizes or strides of a type: plain integers, or expressions once one entry is
   // symbolic (a constant expression costs an allocation; most types have none).
   struct SizeList {
-    std::vector<int64_t> ints;
+    // Collected in place and copied once at their exact size: a vector grown entry by
+    // entry costs an allocation per doubling, for each size and stride list of every value.
+    c10::SmallVector<int64_t, 8> ints;
     std::vector<sym::Expr> exprs;  ///< every entry, when `symbolic`
     bool symbolic = false;
     size_t size() const { return symbolic ? exprs.size() : ints.size(); }
@@ -860,11 +862,12 @@ class Parser {
 
   // Every size computation downstream (contiguous strides, element and byte counts)
   // multiplies the sizes: a type whose bytes do not fit in int64 is refused here.
-  void check_byte_count(const std::vector<int64_t>& sizes, c10::ScalarType dtype, int line, int col) {
+  void check_byte_count(std::span<const int64_t> sizes, c10::ScalarType dtype, int line, int col) {
     int64_t bytes = dtype_size(dtype);
     for (int64_t s : sizes)
       if (__builtin_mul_overflow(bytes, std::max<int64_t>(s, 1), &bytes))
-        fail_at(line, col, "type's byte count overflows int64 (sizes " + format_int_list(sizes) + ")");
+        fail_at(line, col, "type's byte count overflows int64 (sizes " +
+                               format_int_list(std::vector<int64_t>(sizes.begin(), sizes.end())) + ")");
   }
 
   // dtype[sizes]{strides}@device | Tensor | int | float | bool | None
@@ -879,7 +882,7 @@ class Parser {
     if (word == "None") { type = ValueType::None; return; }
     type = ValueType::Tensor;
     if (word == "Tensor") return;
-    auto dtype = dtype_from_short_name(std::string(word));
+    auto dtype = dtype_from_short_name(word);
     if (!dtype)
       fail_at(line, col, "unknown type '" + std::string(word) +
                              "' (expected a dtype such as f32, bf16, i64, or int/float/bool/None/Tensor)");
@@ -901,7 +904,8 @@ class Parser {
                                std::to_string(stride_list.size()) + " strides");
     }
     const bool symbolic = size_list.symbolic || stride_list.symbolic;
-    if (!symbolic) check_byte_count(size_list.ints, *dtype, line, col);
+    if (!symbolic)
+      check_byte_count(std::span<const int64_t>(size_list.ints.data(), size_list.ints.size()), *dtype, line, col);
     if (symbolic) {
       std::vector<sym::Expr> sizes = size_list.as_exprs();
       std::vector<sym::Expr> strides = stride_list.as_exprs();
@@ -915,9 +919,9 @@ class Parser {
         if (s < 0) fail_at(line, col, "size is negative at the symbols' hints");
       check_byte_count(m.sizes, *dtype, line, col);
     } else {
-      m.sizes = std::move(size_list.ints);
+      m.sizes.assign(size_list.ints.begin(), size_list.ints.end());
       if (stride_list.ints.empty()) m.strides = TensorMeta::contiguous_strides(m.sizes);
-      else m.strides = std::move(stride_list.ints);
+      else m.strides.assign(stride_list.ints.begin(), stride_list.ints.end());
     }
     if (peek() == '@') {
       advance();
@@ -950,15 +954,18 @@ class Parser {
     int nline = line_, ncol = col_;
     expect('%');
     std::string name = read_name();
-    if (graph_->find_value(name)) fail_at(nline, ncol, "value %" + name + " is defined twice");
     expect(':');
     ValueType type;
     std::optional<TensorMeta> meta;
     parse_type(type, meta);
     std::vector<Placement> placements = parse_placements(type, meta);
-    Value* v = graph_->add_input(name, type, meta, role);
-    if (v->name() != name) fail_at(nline, ncol, "invalid input name %" + name);
-    v->set_placements(std::move(placements));
+    Value* v = graph_->add_input(name, type, std::move(meta), role);
+    if (v->name() != name) {
+      // A taken or unclean name comes back changed (Graph::unique_name).
+      if (graph_->find_value(name)) fail_at(nline, ncol, "value %" + name + " is defined twice");
+      fail_at(nline, ncol, "invalid input name %" + name);
+    }
+    if (!placements.empty()) v->set_placements(std::move(placements));
     v->source_line = nline;
     v->source_column = ncol;
   }

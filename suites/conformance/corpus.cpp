@@ -248,7 +248,7 @@ std::vector<CorpusProgram> read_corpus(const std::string& path) {
       if (!std::regex_match(trimmed, m, input_re)) throw std::invalid_argument(where + ": bad input line");
       CorpusInput input;
       input.name = m[1];
-      auto dtype = ir::dtype_from_short_name(m[2]);
+      auto dtype = ir::dtype_from_short_name(m[2].str());
       if (!dtype) throw std::invalid_argument(where + ": unknown dtype " + std::string(m[2]));
       input.dtype = *dtype;
       std::stringstream sizes(m[3]);

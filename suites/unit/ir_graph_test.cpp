@@ -469,6 +469,106 @@ TEST_F(GraphTest, AdoptMovesNodesKeepingIdentityAndExactUses) {
   expect_order_consistent(target);
 }
 
+// A parsed node's operator and argument positions live in an array of its graph: a node
+// that moves to another graph or is cloned must carry them over, or an error message
+// would point at another node's text (or past the array).
+TEST(SourcePositions, ParsedNodesKeepTheirPositionsWhenClonedOrAdopted) {
+  auto parsed = parse_graph(
+      "graph(\n"
+      "    arg %x : f32[2]):\n"
+      "  %y : f32[2] = aten::neg(%x)\n"
+      "  %z : f32[2] = aten::add.Tensor(%y,\n"
+      "                                 %x, 1)\n"
+      "  return (%z)\n");
+  const Node* add = parsed->find_value("z")->producer();
+  ASSERT_EQ(add->source_args().size(), 3u);
+  EXPECT_EQ(add->source_op().line, 4);
+  EXPECT_EQ(add->source_op().column, 17);
+  EXPECT_EQ(add->source_args()[1].line, 5);
+  EXPECT_EQ(add->source_args()[1].column, 34);
+
+  auto copy = parsed->clone();
+  const Node* copied = copy->find_value("z")->producer();
+  EXPECT_EQ(copied->source_line, add->source_line);
+  EXPECT_EQ(copied->source_column, add->source_column);
+  EXPECT_EQ(copied->source_op().column, 17);
+  ASSERT_EQ(copied->source_args().size(), 3u);
+  EXPECT_EQ(copied->source_args()[1].line, 5);
+
+  // The target graph has positions of its own, so an index carried over unchanged would
+  // read the neg node's.
+  auto target = parse_graph("graph(\n    arg %x : f32[2]):\n  %w : f32[2] = aten::relu(%x)\n  return (%w)\n");
+  Value* tx = target->inputs()[0];
+  Node* neg = parsed->find_value("y")->producer();
+  Node* moved = parsed->find_value("z")->producer();
+  parsed->clear_outputs();
+  target->adopt(neg, [&](Value*) { return tx; });
+  target->adopt(moved, [&](Value* v) { return v->graph() == target.get() ? v : tx; });
+  EXPECT_EQ(moved->source_op().line, 4);
+  ASSERT_EQ(moved->source_args().size(), 3u);
+  EXPECT_EQ(moved->source_args()[1].line, 5);
+  EXPECT_EQ(moved->source_args()[1].column, 34);
+  EXPECT_EQ(neg->source_op().line, 3);
+
+  Graph built;
+  Value* in = built.add_input("in", ValueType::Tensor, f32({2}));
+  Node* made = built.create("aten::neg", {Arg::of(in)});
+  EXPECT_EQ(made->source_op().line, 0);
+  EXPECT_TRUE(made->source_args().empty());
+}
+
+// Strings, lists and symbolic integers live out of line: a copy must own its own.
+TEST(ArgStorage, ACopyOwnsItsListStringAndExpression) {
+  const Arg list = Arg::of_list({Arg::integer(1), Arg::string("mean")});
+  Arg copy = list;
+  copy.mutable_list()[0] = Arg::integer(7);
+  EXPECT_EQ(list.list()[0], Arg::integer(1));
+  EXPECT_EQ(copy.list()[0], Arg::integer(7));
+  EXPECT_EQ(copy.list()[1].str(), "mean");
+
+  Arg assigned = Arg::integer(3);
+  assigned = list;
+  EXPECT_EQ(assigned, list);
+  assigned.mutable_list().pop_back();
+  EXPECT_EQ(list.list().size(), 2u);
+
+  const sym::Expr s = sym::Expr::symbol("s0");
+  const Arg symbolic = Arg::symbolic(2 * s);
+  Arg other = symbolic;
+  EXPECT_EQ(other.expr(), 2 * s);
+  other = Arg::integer(4);
+  EXPECT_EQ(symbolic.expr(), 2 * s);
+
+  // Other kinds read as empty, and only a list can be rewritten in place.
+  EXPECT_TRUE(Arg::integer(1).list().empty());
+  EXPECT_TRUE(Arg::integer(1).str().empty());
+  Arg number = Arg::integer(1);
+  EXPECT_THROW(number.mutable_list(), IrError);
+  EXPECT_EQ(Arg::real(-0.0), Arg::real(-0.0));
+  EXPECT_NE(Arg::real(-0.0), Arg::real(0.0));
+  EXPECT_NE(Arg::integer(0), Arg::real(0.0));
+}
+
+// A TensorMeta's expressions live out of line: a copy must keep them and own them.
+TEST(TensorMetaStorage, ACopyKeepsTheSymbolicShape) {
+  TensorMeta m;
+  m.set_symbolic({sym::Expr::symbol("s0"), sym::Expr::constant(4)}, {sym::Expr::constant(4), sym::Expr::constant(1)},
+                 {{"s0", 8}});
+  ASSERT_TRUE(m.is_symbolic());
+  EXPECT_EQ(m.sizes, (std::vector<int64_t>{8, 4}));
+  TensorMeta copy = m;
+  EXPECT_EQ(copy, m);
+  EXPECT_EQ(copy.sym_sizes()[0], sym::Expr::symbol("s0"));
+  copy.drop_symbolic();
+  EXPECT_FALSE(copy.is_symbolic());
+  EXPECT_TRUE(m.is_symbolic());
+  EXPECT_NE(copy, m);
+  EXPECT_EQ(copy.sizes, m.sizes);
+  TensorMeta assigned;
+  assigned = m;
+  EXPECT_EQ(assigned.sym_sizes(), m.sym_sizes());
+}
+
 TEST_F(GraphTest, AdoptRefusesWhatWouldLeaveAReferenceBehind) {
   Value* x = add_node(g, "aten::neg", {Arg::of(a)}, "x");
   g.add_output(x);
