@@ -114,8 +114,12 @@ check::PassResult prefetch_fsdp_all_gathers_pass(ir::Graph& graph, const check::
     // Nothing moved: drop the recording too.
     if (recorded > 0)
       for (ir::Node* n : graph.nodes()) {
-        n->mutable_meta().custom.erase(kScheduleRankKey);
-        n->mutable_meta().custom.erase(kScheduleReduceScatterKey);
+        // Only the nodes it recorded: writing the metadata marks a node changed (and
+        // gives a node without metadata its own).
+        if (!n->meta().custom.count(kScheduleRankKey) && !n->meta().custom.count(kScheduleReduceScatterKey)) continue;
+        ir::NodeMeta& m = n->mutable_meta();
+        m.custom.erase(kScheduleRankKey);
+        m.custom.erase(kScheduleReduceScatterKey);
       }
     return check::PassResult{false, {}, result.rules_fired, result.guards_refused, {}};
   }
