@@ -327,6 +327,10 @@ class Node {
   // graph's source_positions_ (empty when not parsed).
   uint32_t source_at_ = 0;
   uint32_t source_count_ = 0;
+  // Pads a node into the allocator's 192-byte size class, which no other IR object uses:
+  // in the 160-byte class with values, the nodes a walk visits lay interleaved with values
+  // (twice the pages per node walked; a node-list scan at 10^6 nodes ran up to 1.5x slower).
+  char size_class_padding_[24] = {};
 
  public:
   /// Line and column of the node in the text it was parsed from (0 when not parsed).
