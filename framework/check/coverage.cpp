@@ -1,6 +1,8 @@
 // Decision coverage (see coverage.h).
 #include "framework/check/coverage.h"
 
+#include "framework/ir/graph.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -22,6 +24,20 @@ void add_counts(std::map<std::string, int64_t>& into, const std::map<std::string
   for (const auto& [name, n] : from) into[name] += n;
 }
 
+void add_changes(std::map<std::string, ChangeCounts>& into, const std::map<std::string, ChangeCounts>& from) {
+  for (const auto& [pass, c] : from) {
+    ChangeCounts& to = into[pass];
+    to.runs += c.runs;
+    to.computation += c.computation;
+    to.metadata_only += c.metadata_only;
+  }
+}
+
+// The serialized names of a ChangeCounts' fields.
+constexpr const char* kRan = "ran";
+constexpr const char* kComputation = "computation";
+constexpr const char* kMetadataOnly = "metadata-only";
+
 }  // namespace
 
 void Coverage::add(const std::string& pass, const PassResult& result) {
@@ -33,6 +49,26 @@ void Coverage::merge(const Coverage& other) {
   for (const auto& [pass, counts] : other.rules_) add_counts(rules_[pass], counts);
   for (const auto& [pass, counts] : other.guards_) add_counts(guards_[pass], counts);
   refusals_ += other.refusals_;
+  add_changes(run_changes_, other.run_changes_);
+  add_changes(case_changes_, other.case_changes_);
+}
+
+void Coverage::add_run(const std::string& pass, bool computation_changed, bool metadata_changed) {
+  ChangeCounts& c = run_changes_[pass];
+  ++c.runs;
+  if (computation_changed) ++c.computation;
+  else if (metadata_changed) ++c.metadata_only;
+}
+
+void Coverage::merge_case(const Coverage& one_case) {
+  merge(one_case);
+  for (const auto& [pass, runs] : one_case.run_changes_) {
+    if (runs.runs == 0) continue;
+    ChangeCounts& c = case_changes_[pass];
+    ++c.runs;
+    if (runs.computation > 0) ++c.computation;
+    else if (runs.metadata_only > 0) ++c.metadata_only;
+  }
 }
 
 int64_t Coverage::rule(const std::string& pass, const std::string& rule) const { return count_of(rules_, pass, rule); }
@@ -103,6 +139,13 @@ std::string Coverage::serialize() const {
     for (const auto& [pass, names] : *counts)
       for (const auto& [name, n] : names)
         out += std::string(counts == &rules_ ? "rule" : "guard") + "\t" + pass + "\t" + name + "\t" + std::to_string(n) + "\n";
+  for (const auto* changes : {&run_changes_, &case_changes_})
+    for (const auto& [pass, c] : *changes) {
+      const std::string head = std::string(changes == &run_changes_ ? "runs" : "cases") + "\t" + pass + "\t";
+      out += head + kRan + "\t" + std::to_string(c.runs) + "\n";
+      out += head + kComputation + "\t" + std::to_string(c.computation) + "\n";
+      out += head + kMetadataOnly + "\t" + std::to_string(c.metadata_only) + "\n";
+    }
   return out;
 }
 
@@ -120,7 +163,9 @@ Coverage Coverage::parse(const std::string& text) {
       fields.push_back(line.substr(begin, tab - begin));
     fields.push_back(line.substr(begin));
     int64_t n = 0;
-    bool ok = fields.size() == 4 && (fields[0] == "rule" || fields[0] == "guard");
+    const bool change = fields.size() == 4 && (fields[0] == "runs" || fields[0] == "cases") &&
+                        (fields[2] == kRan || fields[2] == kComputation || fields[2] == kMetadataOnly);
+    bool ok = fields.size() == 4 && (fields[0] == "rule" || fields[0] == "guard" || change);
     if (ok) {
       try {
         size_t used = 0;
@@ -132,7 +177,14 @@ Coverage Coverage::parse(const std::string& text) {
     }
     if (!ok)
       throw std::invalid_argument("coverage line " + std::to_string(number) +
-                                  ": expected 'rule|guard<TAB>pass<TAB>name<TAB>count', got '" + line + "'");
+                                  ": expected 'rule|guard<TAB>pass<TAB>name<TAB>count' or "
+                                  "'runs|cases<TAB>pass<TAB>ran|computation|metadata-only<TAB>count', got '" +
+                                  line + "'");
+    if (change) {
+      ChangeCounts& counts = (fields[0] == "runs" ? c.run_changes_ : c.case_changes_)[fields[1]];
+      (fields[2] == kRan ? counts.runs : fields[2] == kComputation ? counts.computation : counts.metadata_only) += n;
+      continue;
+    }
     (fields[0] == "rule" ? c.rules_ : c.guards_)[fields[1]][fields[2]] += n;
   }
   return c;
@@ -170,14 +222,28 @@ PassRegistry counting_copy(const PassRegistry& registry, std::shared_ptr<Coverag
     std::string name = p->info.name;
     if (p->is_module_pass()) {
       ModulePassFunction run = p->run_module;
-      out.add_module_pass(p->info, [name, run, counted](ir::Module& module, const PassOptions& options) {
-        return counted(name, [&] { return run(module, options); });
+      out.add_module_pass(p->info, [name, run, counted, sink](ir::Module& module, const PassOptions& options) {
+        PassResult result = counted(name, [&] { return run(module, options); });
+        if (Coverage* coverage = *sink) coverage->add_run(name, result.changed, false);
+        return result;
       });
       continue;
     }
     PassFunction run = p->run;
-    out.add(p->info, [name, run, counted](ir::Graph& graph, const PassOptions& options) {
-      return counted(name, [&] { return run(graph, options); });
+    out.add(p->info, [name, run, counted, sink](ir::Graph& graph, const PassOptions& options) {
+      // Whether the run changed the computation or only metadata (a campaign's summary
+      // says how many cases the pass under test changed): hashed only while counted.
+      // Names do not count: a pass that only renames values (a Python pass's round trip
+      // through torch.fx respells some) changed nothing a run can see.
+      const bool counting = *sink != nullptr;
+      const uint64_t computation_before = counting ? graph.computation_hash() : 0;
+      const uint64_t metadata_before = counting ? graph.unnamed_hash() : 0;
+      PassResult result = counted(name, [&] { return run(graph, options); });
+      if (Coverage* coverage = *sink) {
+        const bool computation = graph.computation_hash() != computation_before;
+        coverage->add_run(name, computation, !computation && graph.unnamed_hash() != metadata_before);
+      }
+      return result;
     });
   }
   return out;

@@ -16,6 +16,16 @@
 
 namespace passcheck::check {
 
+/// How often a pass ran and what it changed: per pipeline run (Coverage::run_changes) or
+/// per case (Coverage::case_changes: a case counts once, as computation when any of its
+/// runs changed the computation, else as metadata only when one changed metadata).
+struct ChangeCounts {
+  int64_t runs = 0;           ///< runs (or cases) in which the pass ran
+  int64_t computation = 0;    ///< ... changed the computation (Graph::computation_hash: operators, arguments, types)
+  int64_t metadata_only = 0;  ///< ... changed node metadata only (Graph::unnamed_hash; renaming values is no change)
+  int64_t changed() const { return computation + metadata_only; }
+};
+
 /// Decision counts per pass: pass -> rule -> firings, pass -> guard -> refusals.
 class Coverage {
  public:
@@ -30,11 +40,24 @@ class Coverage {
   const std::map<std::string, std::map<std::string, int64_t>>& guard_counts() const { return guards_; }
   /// Passes with at least one counted decision.
   std::set<std::string> passes() const;
-  bool empty() const { return rules_.empty() && guards_.empty(); }
+  /// No decision and no run counted.
+  bool empty() const {
+    return rules_.empty() && guards_.empty() && run_changes_.empty() && case_changes_.empty();
+  }
   /// Pipeline runs in which a pass refused its input (RefusedInput).
   int64_t refusals() const { return refusals_; }
   /// Adds a refusal: the decisions the pass made up to it, and one to refusals().
   void add_refusal(const std::string& pass, const RefusedInput& refusal);
+
+  /// Counts one run of `pass`: whether it changed the computation, or only metadata.
+  void add_run(const std::string& pass, bool computation_changed, bool metadata_changed);
+  /// Merges the counts of one case (a case process's coverage) and counts the case in
+  /// case_changes() for every pass that ran in it.
+  void merge_case(const Coverage& one_case);
+  /// Per pass: its runs and what they changed.
+  const std::map<std::string, ChangeCounts>& run_changes() const { return run_changes_; }
+  /// Per pass: the cases it ran in and what it changed there (merge_case).
+  const std::map<std::string, ChangeCounts>& case_changes() const { return case_changes_; }
 
   /// "pass rule name: never fired" / "pass guard name: never refused" for every
   /// decision `passes` declare in `registry` that has a zero count, in registry order.
@@ -43,7 +66,8 @@ class Coverage {
   /// rule and guard with its count, unreached ones marked, undeclared counts listed.
   std::string table(const PassRegistry& registry, const std::set<std::string>& passes) const;
 
-  /// One "rule|guard <tab> pass <tab> name <tab> count" line per counter.
+  /// One "rule|guard <tab> pass <tab> name <tab> count" line per counter, and one
+  /// "runs|cases <tab> pass <tab> ran|computation|metadata-only <tab> count" per change count.
   std::string serialize() const;
   /// Inverse of serialize(); throws std::invalid_argument naming the bad line.
   static Coverage parse(const std::string& text);
@@ -52,6 +76,8 @@ class Coverage {
   std::map<std::string, std::map<std::string, int64_t>> rules_;
   std::map<std::string, std::map<std::string, int64_t>> guards_;
   int64_t refusals_ = 0;
+  std::map<std::string, ChangeCounts> run_changes_;
+  std::map<std::string, ChangeCounts> case_changes_;
 };
 
 /// The registered passes that declare at least one rule or guard.

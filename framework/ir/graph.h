@@ -483,6 +483,15 @@ class Graph {
   /// Hash of what the text form says, computed from the graph without printing it:
   /// graphs with equal text hash equally (framework/ir/graph_hash.cpp).
   uint64_t hash() const;
+  /// hash() without the nodes' metadata (phase, FQN, seq_nr, recompute policy, AC region,
+  /// custom keys, wanted placements) and without value names (a value is known by its
+  /// position: inputs, then every node's outputs in order): graphs that compute the same
+  /// thing in the same order hash equally, however their values are named.
+  uint64_t computation_hash() const;
+  /// hash() without value names (positions instead), metadata included. A pass whose
+  /// result changes this one but not computation_hash() changed metadata only; one that
+  /// changes neither changed names at most.
+  uint64_t unnamed_hash() const;
 
   /// The change log: every node touched since clear_changes() (TouchBits on each; an
   /// entry is null once its node was erased), and the GraphChangeBits of changes to the
@@ -496,6 +505,7 @@ class Graph {
  private:
   friend class Node;
   friend class Value;
+  uint64_t hash_of(bool with_meta, bool with_names) const;
   Node* create_interned(const std::string* op, std::vector<Arg> args, Node* insert_before);
   void link_before(Node* node, Node* anchor);
   void unlink(Node* node);

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <string_view>
+#include <unordered_map>
 
 namespace passcheck::ir {
 
@@ -141,7 +142,35 @@ void hash_type(Hasher& h, const Value& v) {
   }
 }
 
-void hash_arg(Hasher& h, const Arg& a) {
+// What a hash covers: node metadata or not; values by name, or (positions set) by their
+// position in the graph (inputs, then every node's outputs in order), so a renamed value
+// hashes as before.
+struct Scope {
+  bool meta = true;
+  std::unordered_map<const Value*, uint64_t>* positions = nullptr;
+};
+
+void hash_value_ref(Hasher& h, const Value* v, const Scope& scope) {
+  if (!scope.positions) {
+    h.add(std::string_view(v->name()));
+    return;
+  }
+  auto it = scope.positions->find(v);
+  h.add(it == scope.positions->end() ? ~uint64_t{0} : it->second);
+}
+
+// A value defined here: its name, or its new position.
+void hash_value_def(Hasher& h, const Value* v, const Scope& scope) {
+  if (!scope.positions) {
+    h.add(std::string_view(v->name()));
+    return;
+  }
+  const uint64_t position = scope.positions->size();
+  scope.positions->emplace(v, position);
+  h.add(position);
+}
+
+void hash_arg(Hasher& h, const Arg& a, const Scope& scope) {
   // A constant symbolic integer prints, and parses back, as a plain integer.
   if (a.kind == Arg::Kind::Sym) {
     if (std::optional<int64_t> c = a.expr().as_constant()) {
@@ -169,11 +198,11 @@ void hash_arg(Hasher& h, const Arg& a) {
       return;
     case Arg::Kind::String: h.add(std::string_view(a.str())); return;
     case Arg::Kind::Device: hash_device(h, a.device); return;
-    case Arg::Kind::Value: h.add(std::string_view(a.value->name())); return;
+    case Arg::Kind::Value: hash_value_ref(h, a.value, scope); return;
     case Arg::Kind::Sym: h.add(std::string_view(a.expr().to_string())); return;
     case Arg::Kind::List:
       h.add(static_cast<uint64_t>(a.list().size()));
-      for (const Arg& e : a.list()) hash_arg(h, e);
+      for (const Arg& e : a.list()) hash_arg(h, e, scope);
       return;
   }
 }
@@ -218,12 +247,12 @@ void hash_meta(Hasher& h, const NodeMeta& m) {
   }
 }
 
-void hash_node(Hasher& h, const Node& n) {
+void hash_node(Hasher& h, const Node& n, const Scope& scope) {
   h.add(kTagNode);
   if (n.num_outputs() == 0) h.add(kTagNoOutputs);
   for (const Value* out : n.outputs()) {
     h.add(kTagOutput);
-    h.add(std::string_view(out->name()));
+    hash_value_def(h, out, scope);
     hash_type(h, *out);
     hash_placements(h, *out);
   }
@@ -231,29 +260,38 @@ void hash_node(Hasher& h, const Node& n) {
   h.add(static_cast<uint64_t>(n.num_args()));
   for (const Arg& a : n.args()) {
     h.add(kTagArg);
-    hash_arg(h, a);
+    hash_arg(h, a, scope);
   }
-  hash_meta(h, n.meta());
+  if (scope.meta) hash_meta(h, n.meta());
 }
 
-void hash_body(Hasher& h, const Graph& g) {
+void hash_body(Hasher& h, const Graph& g, const Scope& scope) {
   for (const Value* in : g.inputs()) {
     h.add(kTagInput);
     h.add(static_cast<uint64_t>(in->role()));
-    h.add(std::string_view(in->name()));
+    hash_value_def(h, in, scope);
     hash_type(h, *in);
     hash_placements(h, *in);
   }
-  for (const Node* n : g.nodes()) hash_node(h, *n);
+  for (const Node* n : g.nodes()) hash_node(h, *n, scope);
   h.add(kTagReturn);
   h.add(static_cast<uint64_t>(g.outputs().size()));
-  for (const Value* out : g.outputs()) h.add(std::string_view(out->name()));
+  for (const Value* out : g.outputs()) hash_value_ref(h, out, scope);
 }
 
 }  // namespace
 
-uint64_t Graph::hash() const {
+uint64_t Graph::hash() const { return hash_of(/*with_meta=*/true, /*with_names=*/true); }
+
+uint64_t Graph::computation_hash() const { return hash_of(/*with_meta=*/false, /*with_names=*/false); }
+
+uint64_t Graph::unnamed_hash() const { return hash_of(/*with_meta=*/true, /*with_names=*/false); }
+
+uint64_t Graph::hash_of(bool with_meta, bool with_names) const {
   Hasher h;
+  std::unordered_map<const Value*, uint64_t> positions;
+  Scope scope;
+  scope.meta = with_meta;
   // Symbols, claims and the mesh are a few lines: their printed form, as print_graph
   // writes them.
   h.add(static_cast<uint64_t>(symbols_.size()));
@@ -280,9 +318,13 @@ uint64_t Graph::hash() const {
     for (const auto& [name, body] : subgraphs_) {
       h.add(kTagSubgraph);
       h.add(std::string_view(name));
-      hash_body(h, *body);
+      scope.positions = with_names ? nullptr : &positions;
+      positions.clear();
+      hash_body(h, *body, scope);
     }
-  hash_body(h, *this);
+  scope.positions = with_names ? nullptr : &positions;
+  positions.clear();
+  hash_body(h, *this, scope);
   return h.value();
 }
 

@@ -9,11 +9,12 @@ run --save-outputs` wrote.
 import torch
 
 from .exporter import ExportError, export_graph, export_partitioned, format_constant, lifted_constants, placeholder_kinds
+from .callers import HandOverError, caller, example_inputs, hand_over
 from .partition import PartitionedModule, partition_joint, partition_passcheck_joint, partitioner
 
 __all__ = ["ExportError", "export_graph", "export_partitioned", "format_constant", "lifted_constants", "placeholder_kinds", "dump", "dump_partitioned",
            "PartitionedModule", "partition_joint", "partition_passcheck_joint", "partitioner",
-           "save_inputs", "load_outputs", "bitwise_equal"]
+           "save_inputs", "load_outputs", "bitwise_equal", "HandOverError", "caller", "example_inputs", "hand_over"]
 
 
 def dump(gm, path, kinds=None, example_inputs=None):

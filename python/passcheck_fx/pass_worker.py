@@ -164,6 +164,11 @@ def load_pass(spec):
                   % (module_name, getattr(module, "__file__", "?"), function_name))
     if not callable(function):
         _fail(EXIT_BAD_SPEC, "'%s' in module '%s' is not callable" % (function_name, module_name))
+    from passcheck_fx.callers import HandOverError, check_can_hand_over
+    try:
+        check_can_hand_over(function)
+    except HandOverError as error:
+        _fail(EXIT_BAD_SPEC, "python pass '%s': %s" % (spec, error))
     return function
 
 
@@ -208,16 +213,23 @@ def result_module(original, result):
         _fail(EXIT_BAD_RESULT, str(error))
 
 
-def run_pass(spec, graph, out):
-    """Runs the pass on the graph file and writes the exported result; exits (SystemExit)
-    with one of the statuses above on failure."""
+def run_pass(spec, graph, out, hand_over="caller"):
+    """Runs the pass on the graph file, handed over as its caller would (callers.py;
+    `hand_over` "bare": tensor_meta only, no context), and writes the exported result;
+    exits (SystemExit) with one of the statuses above on failure."""
     function = load_pass(spec)
     export_graph = _exporter_or_fail()
     case, gm = load_case(graph)
     from passcheck_fx import placeholder_kinds
+    from passcheck_fx.callers import HandOverError, hand_over as prepare
     kinds = placeholder_kinds(gm)
     try:
-        result = function(gm)
+        context = prepare(gm, function, hand_over)
+    except HandOverError as error:
+        _fail(EXIT_BAD_SPEC, "python pass '%s': %s" % (spec, error))
+    try:
+        with context:
+            result = function(gm)
     except BaseException as error:  # sys.exit in a pass is the pass failing, not the worker
         _fail(EXIT_PASS_RAISED, "the pass raised %s" % describe_exception(error, frames=6))
     if is_partitioner(function):
@@ -292,7 +304,7 @@ def _serve_one(conn):
 
     threading.Thread(target=watch, daemon=True).start()
     try:
-        code = run_pass(req["pass"], req["graph"], req["out"])
+        code = run_pass(req["pass"], req["graph"], req["out"], req.get("hand_over", "caller"))
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     except BaseException as error:
@@ -310,10 +322,17 @@ def serve(socket_path, spec):
     per request on the Unix socket, so a case costs a fork instead of a Python start."""
     import torch  # noqa: F401  (imported once, shared by every child)
     import torch.fx  # noqa: F401
+    import torch._subclasses.fake_tensor  # noqa: F401  (callers.py's fake values)
+    import torch.fx.passes.fake_tensor_prop  # noqa: F401
     function = load_pass(spec)
     _exporter_or_fail()
     if is_partitioner(function):
         _preload_partitioner_modules()
+    try:
+        from passcheck_fx.callers import warm_up
+        warm_up(function)
+    except Exception:  # noqa: BLE001  each case then pays for what the warm-up would have done
+        pass
     # Before the socket appears, so a campaign learns the kind from the server instead of
     # importing the pass a second time.
     _say_kind(function)
@@ -341,6 +360,8 @@ def main(argv=None):
     parser.add_argument("--out", help="where the exported result goes")
     parser.add_argument("--check", action="store_true", help="only import the pass")
     parser.add_argument("--serve", metavar="SOCKET", help="serve requests on this Unix socket")
+    parser.add_argument("--hand-over", default="caller", choices=("caller", "bare"),
+                        help="caller: the graph and context the pass's real caller gives; bare: tensor_meta only")
     args = parser.parse_args(argv)
     if args.serve:
         return serve(args.serve, args.spec)
@@ -353,7 +374,7 @@ def main(argv=None):
             _exporter_or_fail()
             _say_kind(function)
             return 0
-        return run_pass(args.spec, args.graph, args.out)
+        return run_pass(args.spec, args.graph, args.out, args.hand_over)
     finally:
         kill_descendants()
 

@@ -229,5 +229,78 @@ TEST(Coverage, FuzzTableSumsTheCountsOfEveryCaseProcess) {
     EXPECT_NE(e.path().extension(), ".coverage") << "left behind: " << e.path();
 }
 
+// What a pass changed, as campaigns count it: the computation (Graph::computation_hash),
+// metadata only (Graph::unnamed_hash), or nothing but names.
+std::unique_ptr<ir::Graph> scalar_graph() {
+  return ir::parse_graph("graph(arg %x : f32[2]):\n  %a : f32[2] = aten::add.Scalar(%x, 1)\n  return (%a)\n", "t");
+}
+
+TEST(GraphHash, ComputationHashIgnoresNamesAndMetadataButNotOperatorsOrArguments) {
+  auto g = scalar_graph(), renamed = scalar_graph(), tagged = scalar_graph(), rewritten = scalar_graph();
+  renamed->rename(renamed->node_list().front()->output(0), "b");
+  tagged->node_list().front()->mutable_meta().custom["k"] = "v";
+  rewritten->node_list().front()->set_arg(1, ir::Arg::integer(2));
+  EXPECT_NE(g->hash(), renamed->hash());
+  EXPECT_EQ(g->computation_hash(), renamed->computation_hash());
+  EXPECT_EQ(g->unnamed_hash(), renamed->unnamed_hash());
+  EXPECT_NE(g->hash(), tagged->hash());
+  EXPECT_EQ(g->computation_hash(), tagged->computation_hash());
+  EXPECT_NE(g->unnamed_hash(), tagged->unnamed_hash());
+  EXPECT_NE(g->computation_hash(), rewritten->computation_hash());
+  // A swapped operand is a different computation even with every name kept.
+  auto two = ir::parse_graph(
+      "graph(arg %x : f32[2], arg %y : f32[2]):\n  %s : f32[2] = aten::sub.Tensor(%x, %y, 1)\n  return (%s)\n", "t");
+  auto swapped = ir::parse_graph(
+      "graph(arg %x : f32[2], arg %y : f32[2]):\n  %s : f32[2] = aten::sub.Tensor(%y, %x, 1)\n  return (%s)\n", "t");
+  EXPECT_NE(two->computation_hash(), swapped->computation_hash());
+}
+
+check::PassRegistry changing_registry() {
+  check::PassRegistry registry;
+  auto add = [&](const std::string& name, std::function<void(ir::Graph&)> edit) {
+    registry.add(check::PassInfo(name, "test pass", {}), [edit](ir::Graph& g, const check::PassOptions&) {
+      const uint64_t before = g.hash();
+      edit(g);
+      check::PassResult r;
+      r.changed = g.hash() != before;
+      return r;
+    });
+  };
+  add("renamer", [](ir::Graph& g) { g.rename(g.node_list().front()->output(0), "renamed"); });
+  add("tagger", [](ir::Graph& g) { g.node_list().front()->mutable_meta().custom["k"] = "v"; });
+  add("rewriter", [](ir::Graph& g) { g.node_list().front()->set_arg(1, ir::Arg::integer(7)); });
+  return registry;
+}
+
+TEST(Coverage, CountsRunsAndCasesByWhatThePassChanged) {
+  check::PassRegistry registry = changing_registry();
+  check::Coverage one_case;
+  check::PassRegistry counting = check::counting_registry(registry, &one_case);
+  auto g = scalar_graph();
+  check::Pipeline::parse("renamer,tagger,rewriter,tagger", counting).run(*g);
+  const auto& runs = one_case.run_changes();
+  ASSERT_EQ(runs.count("renamer"), 1u);
+  EXPECT_EQ(runs.at("renamer").runs, 1);
+  EXPECT_EQ(runs.at("renamer").changed(), 0) << "renaming is no change";
+  EXPECT_EQ(runs.at("tagger").runs, 2);
+  EXPECT_EQ(runs.at("tagger").metadata_only, 1) << "the second tag is already there";
+  EXPECT_EQ(runs.at("tagger").computation, 0);
+  EXPECT_EQ(runs.at("rewriter").computation, 1);
+  // A campaign counts each case once per pass.
+  check::Coverage campaign;
+  campaign.merge_case(one_case);
+  campaign.merge_case(check::Coverage::parse(one_case.serialize()));
+  const auto& cases = campaign.case_changes();
+  EXPECT_EQ(cases.at("tagger").runs, 2);
+  EXPECT_EQ(cases.at("tagger").metadata_only, 2);
+  EXPECT_EQ(cases.at("rewriter").computation, 2);
+  EXPECT_EQ(cases.at("renamer").changed(), 0);
+  // The campaign's own counts travel as text too.
+  check::Coverage back = check::Coverage::parse(campaign.serialize());
+  EXPECT_EQ(back.case_changes().at("rewriter").computation, 2);
+  EXPECT_EQ(back.run_changes().at("tagger").runs, 4);
+  EXPECT_FALSE(back.empty());
+}
+
 }  // namespace
 }  // namespace passcheck

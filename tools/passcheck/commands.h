@@ -316,6 +316,11 @@ struct FuzzArgs {
   /// directory it is imported from.
   std::string python_pass;
   std::string python_path;
+  /// What the Python pass is handed: "caller" (what its real caller gives: meta["val"]
+  /// FakeTensors, the caller's context) or "bare" (tensor_meta only, no context).
+  std::string python_hand_over = "caller";
+  /// Exit 1 when a pass under test changed no case's graph.
+  bool require_change = false;
   /// Case isolation: "persistent" (warm workers run the cases, replaced after a crash or
   /// timeout), "fork-server" (warm workers fork a process per case) or "per-case" (one
   /// child per case from the campaign process).

@@ -154,7 +154,8 @@ int run_fuzz(const FuzzArgs& args) {
     if (!args.python_pass.empty()) {
       if (!options.pipeline.empty() || !options.pass.empty() || !options.chunk.empty())
         throw std::invalid_argument("--python-pass is the pass under test; it takes no --pass, --pipeline or --chunk");
-      options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path);  // checks the spelling
+      options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path, false,
+                                                             args.python_hand_over);  // checks the spelling
       strays.emplace();
       // The server imports the pass once (within --timeout-ms) and says whether it is a
       // partitioner (passcheck_fx.partitioner: a module pass). A misspelt pass, or one whose
@@ -167,7 +168,8 @@ int run_fuzz(const FuzzArgs& args) {
                                    ? python_server->partitioner()
                                    : python_bridge::check_python_pass(args.python_pass, args.python_path, args.timeout_ms);
       if (partitioner)
-        options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path, /*partitioner=*/true);
+        options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path, /*partitioner=*/true,
+                                                               args.python_hand_over);
       sets.push_back(python_bridge::kPythonPassSet);
     } else if (!args.python_path.empty()) {
       throw std::invalid_argument("--python-path needs --python-pass");
@@ -265,9 +267,28 @@ int run_fuzz(const FuzzArgs& args) {
       else
         std::cout << "; not minimized\n";
     }
+    // Whether the passes under test acted at all: a campaign whose pass changed no graph
+    // checked nothing it does (a pass keyed on metadata the cases lack, cases that give
+    // it no work), and says so; --require-change makes that a failure.
+    std::vector<std::string> under_test;
+    if (!args.pass.empty()) {
+      under_test.push_back(args.pass);
+    } else {
+      for (const check::PassInvocation& inv : check::parse_pipeline(report.pipeline, registry))
+        if (std::find(under_test.begin(), under_test.end(), inv.name) == under_test.end())
+          under_test.push_back(inv.name);
+    }
+    const campaign::ChangeVerdict changes = campaign::change_verdict(report, under_test);
+    std::string change_text;
+    if (report.cases_run > 0)
+      for (const std::string& l : changes.lines) change_text += "changes: " + l + "\n";
+    std::cout << change_text;
+    const bool acted = report.cases_run == 0 || changes.unchanged.empty();
+    if (!acted && args.require_change)
+      std::cout << "--require-change: a pass under test changed no case's graph\n";
     std::cout << std::flush;
-    if (!args.report.empty()) add_campaign_report(html, report, summary);
-    return report.failure_count() > 0 ? 1 : 0;
+    if (!args.report.empty()) add_campaign_report(html, report, summary + change_text);
+    return report.failure_count() > 0 || (!acted && args.require_change) ? 1 : 0;
   }); });
 }
 
@@ -534,6 +555,13 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
       ;
   fuzz_cmd->add_option("--python-path", fuzz.python_path, "Directory the Python pass is imported from")
       ;
+  fuzz_cmd->add_option("--python-hand-over", fuzz.python_hand_over,
+                       "What the Python pass is handed: caller (what its real caller gives: meta[\"val\"] FakeTensors "
+                       "from one fake mode, the caller's context; docs/python-passes.md) or bare (tensor_meta only)")
+      ->check(CLI::IsMember({"caller", "bare"}))
+      ->capture_default_str();
+  fuzz_cmd->add_flag("--require-change", fuzz.require_change,
+                     "Exit 1 when a pass under test changed no case's graph (the campaign checked nothing it does)");
   fuzz_cmd->add_flag("!--no-minimize", fuzz.minimize, "Keep failing repros at their original size");
   fuzz_cmd->add_option("--minimize-seconds", fuzz.minimize_seconds,
                        "Time limit of each minimization (>= 0, at most a week)")

@@ -98,7 +98,7 @@ void collect_coverage(const std::string& path, check::Coverage& into) {
   } catch (const io::FileError&) {
   }
   ::unlink(path.c_str());
-  if (!text.empty()) into.merge(check::Coverage::parse(text));
+  if (!text.empty()) into.merge_case(check::Coverage::parse(text));
 }
 
 class Campaign {
@@ -176,7 +176,7 @@ class Campaign {
       for (const EndedCase& e : processes_->wait(500)) {
         if (!e.coverage.empty()) {
           try {
-            report_.coverage.merge(check::Coverage::parse(e.coverage));
+            report_.coverage.merge_case(check::Coverage::parse(e.coverage));
           } catch (const std::invalid_argument&) {
             // The table then misses one case; the verdict does not depend on it.
           }
@@ -336,6 +336,31 @@ CampaignReport run_campaign(const CampaignOptions& given, const check::PassRegis
   // Dispatcher registrations only (no tensor operation): inherited by every worker.
   trace::prepare_tracing();
   return Campaign(options, registry, callbacks).run();
+}
+
+ChangeVerdict change_verdict(const CampaignReport& report, const std::vector<std::string>& passes) {
+  ChangeVerdict verdict;
+  const auto& changes = report.coverage.case_changes();
+  for (const std::string& pass : passes) {
+    auto found = changes.find(pass);
+    const check::ChangeCounts c = found == changes.end() ? check::ChangeCounts{} : found->second;
+    if (c.runs == 0) {
+      verdict.lines.push_back(pass + " ran in no case (every case failed or was skipped before it)");
+      verdict.unchanged.push_back(pass);
+      continue;
+    }
+    if (c.changed() == 0) {
+      verdict.lines.push_back(pass + " changed no case's graph (0 of " + std::to_string(c.runs) +
+                              " cases): the campaign checked nothing the pass does; the generated cases give it no "
+                              "work, or it reads metadata they lack");
+      verdict.unchanged.push_back(pass);
+      continue;
+    }
+    verdict.lines.push_back(pass + " changed the graph in " + std::to_string(c.changed()) + " of " +
+                            std::to_string(c.runs) + " cases (" + std::to_string(c.computation) + " the computation, " +
+                            std::to_string(c.metadata_only) + " metadata only)");
+  }
+  return verdict;
 }
 
 }  // namespace passcheck::campaign

@@ -142,6 +142,15 @@ std::string case_pipeline(const CampaignOptions& options, uint64_t case_seed);
 /// its generated chain needs when it runs).
 std::string case_pipeline(const CampaignOptions& options, CaseKind kind, uint64_t case_seed);
 
+/// What the passes under test changed over a campaign's cases (its coverage's
+/// case_changes): one line per pass, and the passes that changed no case's graph (a
+/// campaign in which the pass under test never acted checked nothing it does).
+struct ChangeVerdict {
+  std::vector<std::string> lines;
+  std::vector<std::string> unchanged;  ///< passes that ran in cases but changed none
+};
+ChangeVerdict change_verdict(const CampaignReport& report, const std::vector<std::string>& passes);
+
 /// Checks the options against `registry` before anything runs (unknown pass or
 /// baseline pass, conflicting sources, chunk mode limits, counts out of range); throws
 /// std::invalid_argument naming the option.

@@ -368,12 +368,13 @@ std::optional<std::string> run_in_worker(const ir::Graph& graph, const check::Pa
   io::write_file(case_py.string(), case_text, "Python case file");
   std::optional<WorkerRun> served;
   if (const char* server = std::getenv(kServerEnv); server && *server) {
-    nlohmann::json request = {{"pass", spec}, {"path", options.get("path")}, {"graph", case_py.string()},
-                              {"out", after.string()}, {"log", log.string()}};
+    nlohmann::json request = {{"pass", spec},         {"path", options.get("path")}, {"graph", case_py.string()},
+                              {"out", after.string()}, {"log", log.string()},        {"hand_over", options.get("hand-over")}};
     served = run_via_server(server, request, log, timeout_ms);
   }
   WorkerRun run = served ? *served
-                         : run_worker({"--pass", spec, "--graph", case_py.string(), "--out", after.string()},
+                         : run_worker({"--pass", spec, "--graph", case_py.string(), "--out", after.string(),
+                                       "--hand-over", options.get("hand-over")},
                                       options.get("path"), log, timeout_ms);
   if (run.outcome.kind != check::ChildOutcome::Kind::Exited || run.outcome.exit_code != kWorkerOk)
     throw std::runtime_error(worker_failure(spec, run, timeout_ms));
@@ -463,6 +464,12 @@ void register_python_pass(check::PassRegistry& registry) {
           {"pass", "MODULE:FUNCTION of the Python pass", "", {}, check_spec_syntax},
           {"path", "Directory added to the worker's import path (absolute)", "", {}, nullptr},
           {"timeout-ms", "Kill the worker after this long", "60000", {}, check::option_checks::integer_in(1, 3600000)},
+          {"hand-over",
+           "What the pass is handed: caller (what its real caller gives: meta[\"val\"] FakeTensors from one fake "
+           "mode, stack traces, the caller's context) or bare (tensor_meta only, no context)",
+           kHandOverCaller,
+           {kHandOverCaller, kHandOverBare},
+           nullptr},
       },
       check::NumericsEffect::Preserves, /*idempotent=*/false);
   registry.add(info, run_python_pass);
@@ -474,7 +481,8 @@ void register_python_pass(check::PassRegistry& registry) {
   registry.add_module_pass(std::move(partitioner), run_python_partitioner);
 }
 
-std::string python_pass_pipeline(const std::string& spec, const std::string& python_path, bool partitioner) {
+std::string python_pass_pipeline(const std::string& spec, const std::string& python_path, bool partitioner,
+                                 const std::string& hand_over) {
   check_spec_syntax(spec);
   std::string path;
   if (!python_path.empty()) {
@@ -486,6 +494,11 @@ std::string python_pass_pipeline(const std::string& spec, const std::string& pyt
   inv.name = partitioner ? kPythonPartitionerPass : "python";
   inv.options["pass"] = spec;
   if (!path.empty()) inv.options["path"] = path;
+  if (hand_over != kHandOverCaller) {
+    if (hand_over != kHandOverBare)
+      throw std::invalid_argument("--python-hand-over " + hand_over + ": expected caller or bare");
+    inv.options["hand-over"] = hand_over;
+  }
   return inv.str();
 }
 

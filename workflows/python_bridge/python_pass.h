@@ -25,10 +25,19 @@ inline constexpr const char* kPythonPartitionerPass = "python-partitioner";
 /// Registers the "python" pass and the "python-partitioner" module pass in `registry`.
 void register_python_pass(check::PassRegistry& registry);
 
+/// What a Python pass is handed (the pass option `hand-over`): "caller", the graph as its
+/// real caller hands it (meta["val"] FakeTensors from one fake mode, stack traces, the
+/// context an inductor pass runs in; python/passcheck_fx/callers.py), or "bare", the
+/// graph with tensor_meta only and no context (what earlier releases handed).
+inline constexpr const char* kHandOverCaller = "caller";
+inline constexpr const char* kHandOverBare = "bare";
+
 /// The pipeline text that runs the Python pass `spec` ("MODULE:FUNCTION") with the
 /// import directory `python_path` (made absolute, so a repro replays from anywhere), as
-/// "python-partitioner" when `partitioner`.
-std::string python_pass_pipeline(const std::string& spec, const std::string& python_path, bool partitioner = false);
+/// "python-partitioner" when `partitioner`, handed the graph as `hand_over` says (named
+/// in the pipeline only when not "caller").
+std::string python_pass_pipeline(const std::string& spec, const std::string& python_path, bool partitioner = false,
+                                 const std::string& hand_over = kHandOverCaller);
 
 /// The time limit of importing a Python pass when the caller gives none (ms): the
 /// campaign's default --timeout-ms (campaign::kDefaultTimeoutMs).

@@ -23,6 +23,18 @@ def identity(gm):
     return None
 
 
+def annotate_value_bytes(gm):
+    """Records each value's size in bytes as node.meta["custom"]["value_bytes"], read from
+    node.meta["val"] (the FakeTensor a traced graph carries, as graph_trainer's memory
+    policy pass reads it). Correct, and metadata only: it changes no computation. Handed a
+    graph without meta["val"] it finds nothing to annotate."""
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "call_function" and isinstance(val, torch.Tensor):
+            node.meta.setdefault("custom", {})["value_bytes"] = str(val.numel() * val.element_size())
+    return gm
+
+
 def _has_effects(node):
     """Writes an argument in place, or draws random numbers (removing it would shift the
     random stream of every later draw)."""

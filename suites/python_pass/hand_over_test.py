@@ -1,0 +1,140 @@
+"""What the bridge hands a Python pass (python/passcheck_fx/callers.py), and campaigns
+that say when the pass under test changed nothing. One scenario per invocation:
+hand_over_test.py PASSCHECK_BINARY SCENARIO [NAME].
+
+  fake-values      generated cases get meta["val"] FakeTensors of one fake mode that agree
+                   with passcheck's types, a view's value sharing its base's storage
+  val-keyed-acts   a pass keyed on meta["val"] (example_passes:annotate_value_bytes) changes
+                   every generated graph's metadata when handed over as its caller does,
+                   and none handed over bare; --require-change makes that campaign exit 1
+  require-change   the identity pass changes no case's graph: said in the summary, exit 0,
+                   and exit 1 with --require-change
+  inductor-context a post-grad pass runs with V.fake_mode and a TracingContext set (exit 0);
+                   handed over bare it fails for want of them (exit 1)
+  refused-context  a pass that requires what the bridge cannot give is bad input (exit 2)
+  mutant NAME      the registered Python mutant NAME (python_mutants.py) is caught (exit 1)
+                   and missed by the same campaign with its catching feature off (exit 0)
+"""
+import glob
+import importlib.util
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import support  # noqa: E402
+
+sys.path.insert(0, os.path.join(support.SOURCE_DIR, "python"))
+
+CHANGES = re.compile(r"changes: python changed the graph in (\d+) of (\d+) cases \((\d+) the computation")
+UNCHANGED = "python changed no case's graph"
+
+
+def fuzz(spec, path, out, extra, expect):
+    args = ["fuzz", "--python-pass", spec, "--out", out] + (["--python-path", path] if path else []) + extra
+    return support.run(args, expect=expect)[1]
+
+
+def fake_values(workdir):
+    import torch
+    from passcheck_fx.callers import add_fake_values
+    shared = 0
+    for seed in range(12):
+        graph, py = os.path.join(workdir, "c%d.graph" % seed), os.path.join(workdir, "c%d.py" % seed)
+        support.run(["export-python", "--generated", str(seed), "--graph-out", graph, "-o", py], expect=0)
+        spec = importlib.util.spec_from_file_location("case%d" % seed, py)
+        case = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(case)
+        gm = case.build()
+        mode = add_fake_values(gm)
+        for node in gm.graph.nodes:
+            meta = node.meta.get("tensor_meta")
+            if not hasattr(meta, "dtype"):
+                continue
+            val = node.meta.get("val")
+            assert isinstance(val, torch.Tensor) and val.fake_mode is mode, (seed, node.name)
+            assert (tuple(val.shape), tuple(val.stride()), val.dtype) == (tuple(meta.shape), tuple(meta.stride),
+                                                                          meta.dtype), (seed, node.name)
+            if node.op == "call_function" and getattr(node.target, "is_view", False):
+                base = node.args[0].meta.get("val")
+                assert val.untyped_storage()._cdata == base.untyped_storage()._cdata, (seed, node.name)
+                shared += 1
+    assert shared > 0, "no generated case held a view"
+    print("12 generated cases: every value has a FakeTensor of one mode with passcheck's type; %d views share "
+          "their base's storage" % shared)
+
+
+def val_keyed_acts(workdir):
+    spec = "example_passes:annotate_value_bytes"
+    common = ["--cases", "16", "--seed", "11", "--jobs", "2"]
+    out = fuzz(spec, support.EXAMPLES, os.path.join(workdir, "caller"), common + ["--require-change"], 0)
+    m = CHANGES.search(out)
+    assert m and int(m.group(1)) == 16 and int(m.group(3)) == 0 and "16 metadata only" in out, out
+    out_bare = fuzz(spec, support.EXAMPLES, os.path.join(workdir, "bare"), common + ["--python-hand-over", "bare"], 0)
+    assert UNCHANGED in out_bare, out_bare
+    fuzz(spec, support.EXAMPLES, os.path.join(workdir, "bare-required"),
+         common + ["--python-hand-over", "bare", "--require-change"], 1)
+    print("a pass keyed on meta['val'] changed the metadata of 16 of 16 cases handed over as its caller does, none "
+          "handed over bare (and --require-change fails that campaign)")
+
+
+def require_change(workdir):
+    common = ["--cases", "6", "--seed", "11"]
+    out = fuzz("example_passes:identity", support.EXAMPLES, os.path.join(workdir, "a"), common, 0)
+    assert UNCHANGED in out and "(0 of 6 cases)" in out, out
+    out = fuzz("example_passes:identity", support.EXAMPLES, os.path.join(workdir, "b"),
+               common + ["--require-change"], 1)
+    assert "--require-change: a pass under test changed no case's graph" in out, out
+    out = fuzz("example_passes:swap_first_add", support.EXAMPLES, os.path.join(workdir, "c"),
+               common + ["--no-minimize"], 1)
+    m = CHANGES.search(out)
+    assert m and int(m.group(3)) > 0, out
+    print("identity: 'changed no case's graph', exit 1 under --require-change; a pass that rewrites operators "
+          "counts as changing the computation")
+
+
+def inductor_context(workdir):
+    common = ["--cases", "6", "--seed", "11", "--no-minimize"]
+    fuzz("test_passes:checks_inductor_context", support.HERE, os.path.join(workdir, "caller"), common, 0)
+    bare = os.path.join(workdir, "bare")
+    out = fuzz("test_passes:checks_inductor_context", support.HERE, bare,
+               common + ["--python-hand-over", "bare", "--max-failures", "1"], 1)
+    repros = glob.glob(os.path.join(bare, "*.repro"))
+    assert len(repros) == 1, out
+    text = open(repros[0]).read()
+    assert "the Python pass raised an exception" in text and "TracingContext" in text, text[:2000]
+    print("a post-grad pass finds V.fake_mode, its TracingContext and meta['val'] of that mode; bare, it fails")
+
+
+def refused_context(workdir):
+    code, out = support.run(["fuzz", "--python-pass", "test_passes:needs_a_process_group", "--python-path",
+                             support.HERE, "--cases", "1", "--out", workdir], expect=2)
+    assert "process_group" in out and "cannot give" in out, out
+    assert "Traceback" not in out, out
+    print("a pass requiring a process group: exit 2 naming it")
+
+
+def mutant(name, workdir):
+    import python_mutants
+    function, what, caught_by, missed_by = python_mutants.MUTANTS[name]
+    spec = "python_mutants:" + name
+    common = ["--cases", "20", "--seed", "11", "--jobs", "2", "--max-failures", "1", "--no-minimize"]
+    out = fuzz(spec, support.HERE, os.path.join(workdir, "caught"), common + caught_by, 1)
+    assert "1 failures" in out or re.search(r"[1-9]\d* failures", out), out
+    out_missed = fuzz(spec, support.HERE, os.path.join(workdir, "missed"), common + missed_by, 0)
+    print("mutant %s (%s): caught; missed with %s" % (name, what, " ".join(missed_by)))
+
+
+def main():
+    scenario = sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="passcheck-hand-over-") as workdir:
+        if scenario == "mutant":
+            mutant(sys.argv[3], workdir)
+        else:
+            {"fake-values": fake_values, "val-keyed-acts": val_keyed_acts, "require-change": require_change,
+             "inductor-context": inductor_context, "refused-context": refused_context}[scenario](workdir)
+
+
+if __name__ == "__main__":
+    main()
