@@ -38,6 +38,46 @@ std::vector<c10::IValue> run_graph(const ir::Graph& g, const std::vector<c10::IV
   return outputs;
 }
 
+// Whether two run results share storage (a write through one is seen through the other).
+// Tensors without elements share nothing a write could reach.
+bool shares_storage(const c10::IValue& a, const c10::IValue& b) {
+  if (!a.isTensor() || !b.isTensor()) return false;
+  const at::Tensor &x = a.toTensor(), &y = b.toTensor();
+  if (!x.defined() || !y.defined() || x.numel() == 0 || y.numel() == 0) return false;
+  if (!x.has_storage() || !y.has_storage()) return false;
+  return x.storage().is_alias_of(y.storage());
+}
+
+}  // namespace
+
+std::vector<std::string> aliasing_changes(const ir::Graph& graph, const std::vector<c10::IValue>& inputs_before,
+                                          const std::vector<c10::IValue>& outputs_before,
+                                          const std::vector<c10::IValue>& inputs_after,
+                                          const std::vector<c10::IValue>& outputs_after, const std::string& who) {
+  std::vector<std::string> v;
+  auto output_name = [&](size_t i) {
+    return "output " + std::to_string(i) + (i < graph.outputs().size() ? " %" + graph.outputs()[i]->name() : "");
+  };
+  auto input_name = [&](size_t j) {
+    return "input " + std::to_string(j) + (j < graph.inputs().size() ? " %" + graph.inputs()[j]->name() : "");
+  };
+  const size_t outputs = std::min(outputs_before.size(), outputs_after.size());
+  const size_t inputs = std::min(inputs_before.size(), inputs_after.size());
+  for (size_t i = 0; i < outputs; ++i) {
+    for (size_t j = 0; j < inputs; ++j)
+      if (shares_storage(outputs_before[i], inputs_before[j]) && !shares_storage(outputs_after[i], inputs_after[j]))
+        v.push_back(who + " changed aliasing: " + output_name(i) + " aliased " + input_name(j) +
+                    " before it and no longer does (a write through the output no longer reaches the input)");
+    for (size_t k = i + 1; k < outputs; ++k)
+      if (!shares_storage(outputs_before[i], outputs_before[k]) && shares_storage(outputs_after[i], outputs_after[k]))
+        v.push_back(who + " changed aliasing: " + output_name(i) + " and " + output_name(k) +
+                    " were distinct before it and now share storage (a write through one changes the other)");
+  }
+  return v;
+}
+
+namespace {
+
 // What the pipeline leaves: the graph, or a module when it holds a partitioner.
 struct Rewritten {
   std::unique_ptr<ir::Graph> graph;
@@ -141,6 +181,9 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
         v.push_back("the graph returns " + std::to_string(actual.size()) + " outputs instead of " +
                     std::to_string(expected.size()));
       } else {
+        for (std::string& change :
+             aliasing_changes(graph, expected_inputs, expected, actual_inputs, actual, pipeline.str()))
+          v.push_back(std::move(change));
         for (size_t i = 0; i < expected.size(); ++i) {
           if (!expected[i].isTensor() || !actual[i].isTensor()) continue;
           TensorComparison c = compare_bitwise("output " + std::to_string(i) + " %" + graph.outputs()[i]->name(),

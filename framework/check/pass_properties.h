@@ -2,7 +2,8 @@
 // one set of inputs: the pipeline gate (verifier after each pass, truthful changed
 // flags), idempotence where declared, print -> parse -> print identity of the result,
 // bit-for-bit equal outputs unless the pass declares it changes numerics, and a peak
-// memory that does not grow for passes that promise to change memory only. Shared by
+// memory that does not grow for passes that promise to change memory only, and, where
+// numerics are preserved, the aliasing of the results (aliasing_changes). Shared by
 // the unit suites, the model suites and the fuzzer.
 #pragma once
 
@@ -36,5 +37,17 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
 PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vector<c10::IValue>& inputs,
                                          const std::string& pipeline, const PassRegistry& registry,
                                          std::unique_ptr<ir::Graph>* rewritten);
+
+/// How a rewrite changed the aliasing of one run's results, given the inputs and outputs
+/// of the original (`*_before`) and the rewritten graph (`*_after`) on the same inputs:
+/// an output that shared storage with an input and no longer does (AOTAutograd's runtime
+/// decided from the traced graph that writes through it reach the input), and two outputs
+/// that were distinct and now share storage (a write through one changes the other).
+/// One violation each, naming the outputs and inputs of `graph` by position and name,
+/// prefixed with `who`. Empty: the aliasing is kept.
+std::vector<std::string> aliasing_changes(const ir::Graph& graph, const std::vector<c10::IValue>& inputs_before,
+                                          const std::vector<c10::IValue>& outputs_before,
+                                          const std::vector<c10::IValue>& inputs_after,
+                                          const std::vector<c10::IValue>& outputs_after, const std::string& who);
 
 }  // namespace passcheck::check

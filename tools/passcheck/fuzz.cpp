@@ -21,6 +21,7 @@
 #include "framework/version.h"
 #include "oracles/models/subject.h"
 #include "oracles/training_driver.h"
+#include "suites/mutants/alias_mutants.h"
 #include "suites/mutants/mutants.h"
 #include "suites/mutants/test_passes.h"
 #include "generators/program.h"
@@ -56,7 +57,10 @@ check::PassRegistry make_registry(const std::vector<std::string>& extra) {
   check::PassRegistry registry;
   check::register_builtin_passes(registry);
   for (const auto& set : extra) {
-    if (set == "mutants") mutants::register_all_mutants(registry);
+    if (set == "mutants") {
+      mutants::register_all_mutants(registry);
+      mutants::register_alias_mutants(registry);
+    }
     if (set == "test") mutants::register_test_passes(registry);
     if (set == python_bridge::kPythonPassSet) python_bridge::register_python_pass(registry);
   }
