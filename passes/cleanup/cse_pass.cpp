@@ -82,6 +82,31 @@ class WriteExposure {
   std::unordered_map<const ir::Value*, bool> memo_;
 };
 
+// Whether a value, or a view of it, is returned by the graph: merging two such values
+// would return one storage for two outputs that were distinct. A merge makes the kept
+// value returned where the erased one was: forget() its answer then.
+class ReturnExposure {
+ public:
+  bool returned(const ir::Value* v) {
+    auto it = memo_.find(v);
+    if (it != memo_.end()) return it->second;
+    memo_[v] = false;  // views form a DAG; this only guards against malformed input
+    bool result = false;
+    for (const ir::Use& u : v->uses()) {
+      if (u.is_graph_output()) result = true;
+      else if (exec::aliases_input(*u.user))
+        for (const ir::Value* out : u.user->outputs()) result = result || returned(out);
+      if (result) break;
+    }
+    memo_[v] = result;
+    return result;
+  }
+  void forget(const ir::Value* v) { memo_.erase(v); }
+
+ private:
+  std::unordered_map<const ir::Value*, bool> memo_;
+};
+
 int policy_strength(ir::RecomputePolicy p) {
   switch (p) {
     case ir::RecomputePolicy::MustSave: return 4;
@@ -142,6 +167,9 @@ check::PassInfo cse_pass_info() {
       {"recomputed", "a rematerialized duplicate (custom recomputed_from) is kept apart from its original"},
       {"mutation-between", "a mutating, side-effecting or collective node lies between the two"},
       {"result-written", "one of the two results (or a view of it) is written later"},
+      {"distinct-outputs",
+       "both results (or views of them) are returned by the graph: merged, two distinct outputs would share one "
+       "storage, and a write into one would change the other"},
   };
   info.injectable_bugs = {{"drop-duplicate-metadata",
                            "historical bug 16 (upstream): the erased duplicate's metadata is dropped, so a tag only "
@@ -183,6 +211,7 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
   };
   int64_t epoch = 0;
   WriteExposure writes;
+  ReturnExposure returns;
   for (ir::Node* n : graph.nodes()) {
     if (exec::is_mutating(*n) || exec::has_side_effects(*n) || (exec::is_collective(*n) && !merge_collectives)) {
       ++epoch;
@@ -215,6 +244,11 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
     for (size_t i = 0; i < n->num_outputs(); ++i)
       written = written || writes.exposed(first->output(i)) || writes.exposed(n->output(i));
     if (d.refuse("result-written", written)) continue;
+    bool both_returned = false;
+    for (size_t i = 0; i < n->num_outputs(); ++i)
+      both_returned = both_returned || (returns.returned(n->output(i)) && returns.returned(first->output(i)));
+    if (d.refuse("distinct-outputs", both_returned)) continue;
+    for (size_t i = 0; i < n->num_outputs(); ++i) returns.forget(first->output(i));
     for (size_t i = 0; i < n->num_outputs(); ++i) {
       rewired += static_cast<int64_t>(n->output(i)->uses().size());
       n->output(i)->replace_all_uses_with(first->output(i));
