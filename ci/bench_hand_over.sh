@@ -30,7 +30,7 @@ for ((r = 1; r <= REPEATS; r++)); do
         --out "$OUT/repros-$kind-$how-$r" >"$log" 2>&1 || true
       rate=$(sed -n 's/.* \([0-9.]*\) cases\/s.*/\1/p' "$log" | head -1)
       failures=$(sed -n 's/.*cases run, \([0-9]*\) failures.*/\1/p' "$log" | head -1)
-      changes=$(sed -n 's/^changes: python //p' "$log" | head -1)
+      changes=$(sed -n 's/^changes: //p' "$log" | head -1)
       printf '%-19s %-64s %-6s run %d: %3d cases, %7s cases/s, %s failures; %s\n' "$kind" "$spec" "$how" "$r" "$n" \
         "${rate:-?}" "${failures:-?}" "${changes:-?}"
     done
