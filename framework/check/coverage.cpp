@@ -51,6 +51,13 @@ void Coverage::merge(const Coverage& other) {
   refusals_ += other.refusals_;
   add_changes(run_changes_, other.run_changes_);
   add_changes(case_changes_, other.case_changes_);
+  tolerated_cases_ += other.tolerated_cases_;
+  tolerated_max_ulp_ = std::max(tolerated_max_ulp_, other.tolerated_max_ulp_);
+}
+
+void Coverage::add_tolerated(uint64_t max_ulp) {
+  ++tolerated_cases_;
+  tolerated_max_ulp_ = std::max(tolerated_max_ulp_, max_ulp);
 }
 
 void Coverage::add_run(const std::string& pass, bool computation_changed, bool metadata_changed) {
@@ -146,6 +153,10 @@ std::string Coverage::serialize() const {
       out += head + kComputation + "\t" + std::to_string(c.computation) + "\n";
       out += head + kMetadataOnly + "\t" + std::to_string(c.metadata_only) + "\n";
     }
+  if (tolerated_cases_ > 0) {
+    out += "tolerated\t-\tcases\t" + std::to_string(tolerated_cases_) + "\n";
+    out += "tolerated\t-\tmax-ulp\t" + std::to_string(tolerated_max_ulp_) + "\n";
+  }
   return out;
 }
 
@@ -165,7 +176,9 @@ Coverage Coverage::parse(const std::string& text) {
     int64_t n = 0;
     const bool change = fields.size() == 4 && (fields[0] == "runs" || fields[0] == "cases") &&
                         (fields[2] == kRan || fields[2] == kComputation || fields[2] == kMetadataOnly);
-    bool ok = fields.size() == 4 && (fields[0] == "rule" || fields[0] == "guard" || change);
+    const bool tolerated = fields.size() == 4 && fields[0] == "tolerated" && fields[1] == "-" &&
+                           (fields[2] == "cases" || fields[2] == "max-ulp");
+    bool ok = fields.size() == 4 && (fields[0] == "rule" || fields[0] == "guard" || change || tolerated);
     if (ok) {
       try {
         size_t used = 0;
@@ -180,6 +193,11 @@ Coverage Coverage::parse(const std::string& text) {
                                   ": expected 'rule|guard<TAB>pass<TAB>name<TAB>count' or "
                                   "'runs|cases<TAB>pass<TAB>ran|computation|metadata-only<TAB>count', got '" +
                                   line + "'");
+    if (tolerated) {
+      if (fields[2] == "cases") c.tolerated_cases_ += n;
+      else c.tolerated_max_ulp_ = std::max(c.tolerated_max_ulp_, static_cast<uint64_t>(n));
+      continue;
+    }
     if (change) {
       ChangeCounts& counts = (fields[0] == "runs" ? c.run_changes_ : c.case_changes_)[fields[1]];
       (fields[2] == kRan ? counts.runs : fields[2] == kComputation ? counts.computation : counts.metadata_only) += n;

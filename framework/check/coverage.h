@@ -42,7 +42,8 @@ class Coverage {
   std::set<std::string> passes() const;
   /// No decision and no run counted.
   bool empty() const {
-    return rules_.empty() && guards_.empty() && run_changes_.empty() && case_changes_.empty();
+    return rules_.empty() && guards_.empty() && run_changes_.empty() && case_changes_.empty() &&
+           tolerated_cases_ == 0;
   }
   /// Pipeline runs in which a pass refused its input (RefusedInput).
   int64_t refusals() const { return refusals_; }
@@ -58,6 +59,12 @@ class Coverage {
   const std::map<std::string, ChangeCounts>& run_changes() const { return run_changes_; }
   /// Per pass: the cases it ran in and what it changed there (merge_case).
   const std::map<std::string, ChangeCounts>& case_changes() const { return case_changes_; }
+  /// Counts a case whose results differed within the tolerance its pipeline declares
+  /// (check::declared_tolerance_ulp), by at most `max_ulp`.
+  void add_tolerated(uint64_t max_ulp);
+  /// Cases counted by add_tolerated, and the largest difference among them.
+  int64_t tolerated_cases() const { return tolerated_cases_; }
+  uint64_t tolerated_max_ulp() const { return tolerated_max_ulp_; }
 
   /// "pass rule name: never fired" / "pass guard name: never refused" for every
   /// decision `passes` declare in `registry` that has a zero count, in registry order.
@@ -67,7 +74,8 @@ class Coverage {
   std::string table(const PassRegistry& registry, const std::set<std::string>& passes) const;
 
   /// One "rule|guard <tab> pass <tab> name <tab> count" line per counter, and one
-  /// "runs|cases <tab> pass <tab> ran|computation|metadata-only <tab> count" per change count.
+  /// "runs|cases <tab> pass <tab> ran|computation|metadata-only <tab> count" per change count,
+  /// "tolerated <tab> - <tab> cases|max-ulp <tab> count" for differences within tolerance.
   std::string serialize() const;
   /// Inverse of serialize(); throws std::invalid_argument naming the bad line.
   static Coverage parse(const std::string& text);
@@ -78,6 +86,8 @@ class Coverage {
   int64_t refusals_ = 0;
   std::map<std::string, ChangeCounts> run_changes_;
   std::map<std::string, ChangeCounts> case_changes_;
+  int64_t tolerated_cases_ = 0;
+  uint64_t tolerated_max_ulp_ = 0;
 };
 
 /// The registered passes that declare at least one rule or guard.

@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace passcheck::check {
@@ -109,6 +110,20 @@ struct Rewritten {
 };
 }  // namespace
 
+uint64_t declared_tolerance_ulp(const Pipeline& pipeline, const PassRegistry& registry) {
+  uint64_t bound = 0;
+  for (const PassInvocation& pass : pipeline.passes()) {
+    const PassInfo& info = registry.get(pass.name).info;
+    auto declared = std::find_if(info.options.begin(), info.options.end(),
+                                 [](const PassOptionInfo& o) { return o.name == "tolerance-ulp"; });
+    if (declared == info.options.end()) continue;
+    auto given = pass.options.find("tolerance-ulp");
+    const std::string& text = given != pass.options.end() ? given->second : declared->default_value;
+    bound = std::max<uint64_t>(bound, std::stoull(text));  // checked when the pipeline was parsed
+  }
+  return bound;
+}
+
 PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vector<c10::IValue>& inputs,
                                          const std::string& pipeline_text, const PassRegistry& registry) {
   return check_pass_properties(graph, inputs, pipeline_text, registry, nullptr);
@@ -163,6 +178,15 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
                   std::to_string(was) + " to " + std::to_string(now));
   }
   if (preserves) {
+    // A declared tolerance turns a difference within it into a note, reported apart.
+    const uint64_t tolerance = declared_tolerance_ulp(pipeline, registry);
+    auto tolerated = [&](const TensorComparison& c) {
+      if (tolerance == 0 || !c.values_differ() || c.max_ulp > tolerance) return false;
+      report.tolerated.push_back(pipeline.str() + " changed numerics within its declared tolerance of " +
+                                 std::to_string(tolerance) + " ULP: " + c.describe());
+      report.tolerated_max_ulp = std::max(report.tolerated_max_ulp, c.max_ulp);
+      return true;
+    };
     try {
       std::vector<c10::IValue> expected_inputs, actual_inputs;
       std::vector<c10::IValue> expected = run_graph(graph, inputs, &expected_inputs),
@@ -175,7 +199,8 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
         TensorComparison c = compare_bitwise("input " + std::to_string(i) + " %" + graph.inputs()[i]->name() +
                                                  " after the run",
                                              expected_inputs[i].toTensor(), actual_inputs[i].toTensor());
-        if (!c.equal) v.push_back(pipeline.str() + " changed an in-place update of an input: " + c.describe());
+        if (!c.equal && !tolerated(c))
+          v.push_back(pipeline.str() + " changed an in-place update of an input: " + c.describe());
       }
       if (expected.size() != actual.size()) {
         v.push_back("the graph returns " + std::to_string(actual.size()) + " outputs instead of " +
@@ -188,7 +213,7 @@ PassPropertyReport check_pass_properties(const ir::Graph& graph, const std::vect
           if (!expected[i].isTensor() || !actual[i].isTensor()) continue;
           TensorComparison c = compare_bitwise("output " + std::to_string(i) + " %" + graph.outputs()[i]->name(),
                                                expected[i].toTensor(), actual[i].toTensor());
-          if (!c.equal) v.push_back(pipeline.str() + " changed numerics: " + c.describe());
+          if (!c.equal && !tolerated(c)) v.push_back(pipeline.str() + " changed numerics: " + c.describe());
         }
       }
     } catch (const std::exception& e) {

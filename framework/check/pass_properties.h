@@ -20,7 +20,17 @@ namespace passcheck::check {
 struct PassPropertyReport {
   std::vector<PassRecord> records;      ///< the first run of the pipeline
   std::vector<std::string> violations;  ///< empty when every property holds
+  /// Differences within the ULP bound a pass of the pipeline declares (its option
+  /// `tolerance-ulp`, declared_tolerance_ulp): reported apart from bitwise, never
+  /// violations. Empty when every result is bit for bit.
+  std::vector<std::string> tolerated;
+  uint64_t tolerated_max_ulp = 0;  ///< the largest of them
 };
+
+/// The ULP bound the pipeline's passes declare: the largest `tolerance-ulp` option of a
+/// pass that has one (the Python pass: python{...,tolerance-ulp=N}); 0, bit for bit, by
+/// default and for every other pass.
+uint64_t declared_tolerance_ulp(const Pipeline& pipeline, const PassRegistry& registry);
 
 /// Runs `pipeline` on a copy of `graph` and checks the properties its passes declare.
 /// `inputs` feed both the original and the rewritten graph; the default generator is

@@ -109,3 +109,54 @@ TEST(AliasingProperty, ViewsOfOneBaseMayStayViewsOfIt) {
 
 }  // namespace
 }  // namespace passcheck
+
+namespace passcheck {
+namespace {
+
+// A declared tolerance (a pass's tolerance-ulp option): differences within it are reported
+// apart from bitwise, never as violations; beyond it, or with no tolerance declared, they
+// are violations as before.
+check::PassRegistry registry_with_rounding_pass() {
+  check::PassRegistry registry;
+  check::register_builtin_passes(registry);
+  check::PassInfo info("scale-constant", "test pass: multiplies the first mul.Scalar's constant by `factor`",
+                       {{"factor", "", "1", {}, nullptr},
+                        {"tolerance-ulp", "declared tolerance", "0", {}, check::option_checks::integer_in(0, 1 << 30)}});
+  info.idempotent = false;  // it scales again on every run
+  registry.add(info, [](ir::Graph& g, const check::PassOptions& o) {
+    check::PassResult r;
+    for (ir::Node* n : g.node_list())
+      if (n->op() == "aten::mul.Scalar") {
+        n->set_arg(1, ir::Arg::real(n->arg(1).f * std::stod(o.get("factor"))));
+        r.changed = true;
+        break;
+      }
+    return r;
+  });
+  return registry;
+}
+
+TEST(DeclaredTolerance, DifferencesWithinItAreReportedApartAndBeyondItAreViolations) {
+  auto g = ir::parse_graph(
+      "graph(arg %x : f32[64]):\n  %a : f32[64] = aten::mul.Scalar(%x, 3.0)\n  return (%a)\n", "scaled");
+  std::vector<c10::IValue> inputs = {at::randn({64})};
+  check::PassRegistry registry = registry_with_rounding_pass();
+  const std::string nudge = "1.0000001";  // 3.0 becomes the next float or two up: a few ULP
+  auto bitwise = check::check_pass_properties(*g, inputs, "scale-constant{factor=" + nudge + "}", registry);
+  ASSERT_EQ(bitwise.violations.size(), 1u) << joined(bitwise.violations);
+  EXPECT_NE(bitwise.violations[0].find("changed numerics"), std::string::npos);
+  EXPECT_TRUE(bitwise.tolerated.empty());
+  auto within =
+      check::check_pass_properties(*g, inputs, "scale-constant{factor=" + nudge + ",tolerance-ulp=16}", registry);
+  EXPECT_EQ(joined(within.violations), "");
+  ASSERT_EQ(within.tolerated.size(), 1u);
+  EXPECT_NE(within.tolerated[0].find("within its declared tolerance of 16 ULP"), std::string::npos);
+  EXPECT_GT(within.tolerated_max_ulp, 0u);
+  EXPECT_LE(within.tolerated_max_ulp, 16u);
+  auto beyond = check::check_pass_properties(*g, inputs, "scale-constant{factor=1.5,tolerance-ulp=16}", registry);
+  ASSERT_EQ(beyond.violations.size(), 1u) << joined(beyond.violations);
+  EXPECT_TRUE(beyond.tolerated.empty());
+}
+
+}  // namespace
+}  // namespace passcheck

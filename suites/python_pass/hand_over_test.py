@@ -12,6 +12,11 @@ hand_over_test.py PASSCHECK_BINARY SCENARIO [NAME].
   inductor-context a post-grad pass runs with V.fake_mode and a TracingContext set (exit 0);
                    handed over bare it fails for want of them (exit 1)
   refused-context  a pass that requires what the bridge cannot give is bad input (exit 2)
+  bisect           a list of Python passes whose second breaks the case: the repro names that
+                   pass alone, on the graph the first made, and replays with exit 1; with the
+                   broken pass first, the repro's graph is the generated one
+  tolerance        a pass that changes rounding passes under a declared tolerance (counted
+                   apart from bitwise) and fails without one; a wrong pass fails under it too
   mutant NAME      the registered Python mutant NAME (python_mutants.py) is caught (exit 1)
                    and missed by the same campaign with its catching feature off (exit 0)
 """
@@ -115,6 +120,41 @@ def refused_context(workdir):
     print("a pass requiring a process group: exit 2 naming it")
 
 
+def bisect(workdir):
+    broken = "python{pass=example_passes:swap_first_add,path=%s}" % support.EXAMPLES
+    for order, index in (("example_passes:annotate_value_bytes,example_passes:swap_first_add", 2),
+                         ("example_passes:swap_first_add,example_passes:identity", 1)):
+        sub = os.path.join(workdir, str(index))
+        out = fuzz(order, support.EXAMPLES, sub, ["--cases", "20", "--seed", "11", "--max-failures", "1",
+                                                  "--no-minimize"], 1)
+        repros = glob.glob(os.path.join(sub, "*.repro"))
+        assert len(repros) == 1, out
+        text = open(repros[0]).read()
+        assert "#! pipeline: %s\n" % broken in text, text[:1500]
+        assert "bisected: first fails after pass %d of 2" % index in text, text[:1500]
+        graph = text[text.index("# original"):]
+        # After annotate_value_bytes the graph carries its custom key: the repro's graph is
+        # the one the first pass made.
+        assert ("value_bytes" in graph) == (index == 2), graph[:1500]
+        code, replay = support.run(["repro", "--allow-python", repros[0]], expect=1)
+        assert "verdict: FAILS" in replay, replay
+    print("a failure of a list of passes is blamed on the pass after which it first appears, replayed alone")
+
+
+def tolerance(workdir):
+    spec = "example_passes:div_as_mul_by_reciprocal"
+    common = ["--cases", "30", "--seed", "11", "--no-minimize"]
+    out = fuzz(spec, support.EXAMPLES, os.path.join(workdir, "a"), common + ["--python-tolerance-ulp", "4096"], 0)
+    m = re.search(r"tolerance: (\d+) passing cases differed from the original within the declared tolerance "
+                  r"\(at most (\d+) ULP\)", out)
+    assert m and int(m.group(1)) > 0 and 0 < int(m.group(2)) <= 4096, out
+    fuzz(spec, support.EXAMPLES, os.path.join(workdir, "b"), common + ["--max-failures", "1"], 1)
+    fuzz("example_passes:swap_first_add", support.EXAMPLES, os.path.join(workdir, "c"),
+         common + ["--python-tolerance-ulp", "4096", "--max-failures", "1"], 1)
+    print("rounding within %s ULP in %s cases: passes under the declared tolerance, fails bit for bit; a wrong pass "
+          "fails under it" % (m.group(2), m.group(1)))
+
+
 def mutant(name, workdir):
     import python_mutants
     function, what, caught_by, missed_by = python_mutants.MUTANTS[name]
@@ -133,7 +173,8 @@ def main():
             mutant(sys.argv[3], workdir)
         else:
             {"fake-values": fake_values, "val-keyed-acts": val_keyed_acts, "require-change": require_change,
-             "inductor-context": inductor_context, "refused-context": refused_context}[scenario](workdir)
+             "inductor-context": inductor_context, "refused-context": refused_context,
+             "bisect": bisect, "tolerance": tolerance}[scenario](workdir)
 
 
 if __name__ == "__main__":

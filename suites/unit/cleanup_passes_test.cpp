@@ -480,12 +480,31 @@ TEST(Cse, MergesFactoryCallsWithEqualConstants) {
   expect_rewrite("cse", R"(graph(arg %x : f32[2]):
   %ones : b8[16, 16] = aten::ones([16, 16], torch.bool, None, device("cpu"), None)
   %ones_1 : b8[16, 16] = aten::ones([16, 16], torch.bool, None, device("cpu"), None)
-  return (%ones, %ones_1)
+  %both : b8[16, 16] = aten::logical_and(%ones, %ones_1)
+  return (%both)
 )",
                  R"(graph(arg %x : f32[2]):
   %ones : b8[16, 16] = aten::ones([16, 16], torch.bool, None, device("cpu"), None)
-  return (%ones, %ones)
+  %both : b8[16, 16] = aten::logical_and(%ones, %ones)
+  return (%both)
 )");
+}
+
+TEST(Cse, KeepsTwoReturnedDuplicatesDistinct) {
+  // Merged, the graph would return one tensor for two outputs: a write into one would
+  // change the other (guard distinct-outputs), also when one is returned through a view.
+  for (const char* ret : {"return (%ones, %ones_1)", "return (%ones, %v)"}) {
+    const std::string text = std::string(R"(graph(arg %x : f32[2]):
+  %ones : b8[16, 16] = aten::ones([16, 16], torch.bool, None, device("cpu"), None)
+  %ones_1 : b8[16, 16] = aten::ones([16, 16], torch.bool, None, device("cpu"), None)
+  %v : b8[256] = aten::view(%ones_1, [256])
+  )") + ret + "\n";
+    auto g = ir::parse_graph(text, "t");
+    const std::string before = g->print();
+    auto records = check::Pipeline::parse("cse").run(*g);
+    EXPECT_EQ(g->print(), before) << ret;
+    EXPECT_EQ(records.at(0).guards_refused.count("distinct-outputs"), 1u) << ret;
+  }
 }
 
 TEST(Cse, MergesMultiOutputNodes) {

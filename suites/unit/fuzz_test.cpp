@@ -4,6 +4,9 @@
 // through the library (workflows/campaign) with their progress reports; repro files
 // of an earlier campaign surviving a later one; option checks and defaults.
 #include "workflows/campaign/campaign.h"
+#include "workflows/campaign/cases.h"
+#include "generators/program_case.h"
+#include "framework/ir/text.h"
 #include "framework/check/repro.h"
 #include "suites/mutants/test_passes.h"
 #include "suites/support/test_support.h"
@@ -335,6 +338,51 @@ TEST(Fuzz, ProgressLineOnATerminal) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\rfuzz: 3/3 cases, 0 failures"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("fuzz summary: 3 cases run"), std::string::npos) << r.output;
+}
+
+// A case failing under several passes is blamed on the first after which it fails, and
+// replayed alone on the graph the passes before it made.
+TEST(Campaign, BisectBlamesTheFirstPassAfterWhichTheCaseFails) {
+  check::PassRegistry registry;
+  check::register_builtin_passes(registry);
+  // Wrong on purpose: the first scalar division or multiplication gets another constant.
+  registry.add(check::PassInfo("bump-first-constant", "test pass", {}), [](ir::Graph& g, const check::PassOptions&) {
+    check::PassResult r;
+    for (ir::Node* n : g.node_list()) {
+      if ((n->op() == "aten::div.Scalar" || n->op() == "aten::mul.Scalar") && n->num_args() > 1 &&
+          (n->arg(1).kind == ir::Arg::Kind::Int || n->arg(1).kind == ir::Arg::Kind::Float)) {
+        n->set_arg(1, ir::Arg::real(n->arg(1).kind == ir::Arg::Kind::Int ? n->arg(1).i + 1.5 : n->arg(1).f + 1.5));
+        r.changed = true;
+        break;
+      }
+    }
+    return r;
+  });
+  int checked = 0;
+  for (uint64_t seed = 1; seed < 40 && checked < 3; ++seed) {
+    gen::GeneratedCase c = gen::generate_case(seed);
+    if (check::check_case(*c.graph, "bump-first-constant", c.input_seed, c.int_high, registry).violations.empty())
+      continue;
+    ++checked;
+    EXPECT_FALSE(campaign::bisect_failure(*c.graph, "bump-first-constant", c.input_seed, c.int_high, registry));
+    auto late = campaign::bisect_failure(*c.graph, "canonicalize,dce,bump-first-constant,cse", c.input_seed,
+                                         c.int_high, registry);
+    ASSERT_TRUE(late);
+    EXPECT_EQ(late->pass_index, 2u);
+    EXPECT_EQ(late->passes, 4u);
+    EXPECT_EQ(late->pass, "bump-first-constant");
+    ASSERT_FALSE(late->graph.empty());
+    EXPECT_FALSE(late->violations.empty());
+    // The graph handed on is what canonicalize and dce made of the case.
+    std::unique_ptr<ir::Graph> made = c.graph->clone();
+    check::Pipeline::parse("canonicalize,dce", registry).run(*made);
+    EXPECT_EQ(late->graph, made->print());
+    auto early = campaign::bisect_failure(*c.graph, "bump-first-constant,dce", c.input_seed, c.int_high, registry);
+    ASSERT_TRUE(early);
+    EXPECT_EQ(early->pass_index, 0u);
+    EXPECT_EQ(early->graph, c.graph->print());
+  }
+  EXPECT_EQ(checked, 3) << "too few generated cases hold a scalar division or multiplication";
 }
 
 }  // namespace

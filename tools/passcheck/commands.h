@@ -319,6 +319,8 @@ struct FuzzArgs {
   /// What the Python pass is handed: "caller" (what its real caller gives: meta["val"]
   /// FakeTensors, the caller's context) or "bare" (tensor_meta only, no context).
   std::string python_hand_over = "caller";
+  /// A declared tolerance for the Python pass, in ULP (0: bit for bit).
+  int64_t python_tolerance_ulp = 0;
   /// Exit 1 when a pass under test changed no case's graph.
   bool require_change = false;
   /// Case isolation: "persistent" (warm workers run the cases, replaced after a crash or

@@ -158,25 +158,46 @@ int run_fuzz(const FuzzArgs& args) {
     if (!args.python_pass.empty()) {
       if (!options.pipeline.empty() || !options.pass.empty() || !options.chunk.empty())
         throw std::invalid_argument("--python-pass is the pass under test; it takes no --pass, --pipeline or --chunk");
-      options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path, false,
-                                                             args.python_hand_over);  // checks the spelling
+      // A comma-separated list is a pipeline of Python passes, run in order; a failing case
+      // is bisected to the first pass after which it fails (campaign::bisect_failure).
+      std::vector<std::string> specs;
+      for (size_t begin = 0;;) {
+        const size_t comma = args.python_pass.find(',', begin);
+        specs.push_back(args.python_pass.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+        if (comma == std::string::npos) break;
+        begin = comma + 1;
+      }
+      for (const std::string& spec : specs)  // checks each spelling before anything starts
+        python_bridge::python_pass_pipeline(spec, args.python_path, false, args.python_hand_over,
+                                            args.python_tolerance_ulp);
       strays.emplace();
-      // The server imports the pass once (within --timeout-ms) and says whether it is a
-      // partitioner (passcheck_fx.partitioner: a module pass). A misspelt pass, or one whose
-      // import fails in any way or hangs, is exit 2 before any case; a server that cannot
-      // serve leaves the asking to a worker of its own.
-      python_server.emplace(args.python_pass, args.python_path, args.timeout_ms);
+      // The server imports the first pass once (within --timeout-ms) and says whether it is
+      // a partitioner (passcheck_fx.partitioner: a module pass). A misspelt pass, or one
+      // whose import fails in any way or hangs, is exit 2 before any case; a server that
+      // cannot serve leaves the asking to a worker of its own. The other passes of a list
+      // are imported once here to learn their kind, and by each case that runs them.
+      python_server.emplace(specs.front(), args.python_path, args.timeout_ms);
       if (!python_server->running() && !python_server->import_failure().empty())
         throw std::invalid_argument(python_server->import_failure());
-      const bool partitioner = python_server->running()
-                                   ? python_server->partitioner()
-                                   : python_bridge::check_python_pass(args.python_pass, args.python_path, args.timeout_ms);
-      if (partitioner)
-        options.pipeline = python_bridge::python_pass_pipeline(args.python_pass, args.python_path, /*partitioner=*/true,
-                                                               args.python_hand_over);
+      std::string pipeline;
+      for (size_t i = 0; i < specs.size(); ++i) {
+        const bool partitioner =
+            i == 0 && python_server->running()
+                ? python_server->partitioner()
+                : python_bridge::check_python_pass(specs[i], args.python_path, args.timeout_ms);
+        if (partitioner && i + 1 < specs.size())
+          throw std::invalid_argument("--python-pass " + specs[i] +
+                                      " is a partitioner (its result is a module); only the last pass of a list may be one");
+        pipeline += (i ? "," : "") + python_bridge::python_pass_pipeline(specs[i], args.python_path, partitioner,
+                                                                         args.python_hand_over,
+                                                                         args.python_tolerance_ulp);
+      }
+      options.pipeline = pipeline;
       sets.push_back(python_bridge::kPythonPassSet);
     } else if (!args.python_path.empty()) {
       throw std::invalid_argument("--python-path needs --python-pass");
+    } else if (args.python_tolerance_ulp > 0) {
+      throw std::invalid_argument("--python-tolerance-ulp needs --python-pass");
     }
     const bool graph_cases = args.mix.empty() || args.mix.find("programs") != std::string::npos;
     if (options.pipeline.empty() && options.pass.empty() && options.chunk.empty() && graph_cases) {
@@ -286,6 +307,10 @@ int run_fuzz(const FuzzArgs& args) {
     std::string change_text;
     if (report.cases_run > 0)
       for (const std::string& l : changes.lines) change_text += "changes: " + l + "\n";
+    if (report.coverage.tolerated_cases() > 0)
+      change_text += "tolerance: " + std::to_string(report.coverage.tolerated_cases()) +
+                     " passing cases differed from the original within the declared tolerance (at most " +
+                     std::to_string(report.coverage.tolerated_max_ulp()) + " ULP); the others were bit for bit\n";
     std::cout << change_text;
     const bool acted = report.cases_run == 0 || changes.unchanged.empty();
     if (!acted && args.require_change)
@@ -555,7 +580,9 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
                        "chunking; --pass/--pipeline name the chunk and concretize passes (default chunk,concretize)")
       ;
   fuzz_cmd->add_option("--python-pass", fuzz.python_pass,
-                       "Fuzz this Python pass (MODULE:FUNCTION over a torch.fx GraphModule; docs/python-passes.md)")
+                       "Fuzz this Python pass (MODULE:FUNCTION over a torch.fx GraphModule; docs/python-passes.md), or "
+                       "a comma-separated list run in order (a failure is bisected to the first pass after which it "
+                       "appears)")
       ;
   fuzz_cmd->add_option("--python-path", fuzz.python_path, "Directory the Python pass is imported from")
       ;
@@ -563,6 +590,11 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
                        "What the Python pass is handed: caller (what its real caller gives: meta[\"val\"] FakeTensors "
                        "from one fake mode, the caller's context; docs/python-passes.md) or bare (tensor_meta only)")
       ->check(CLI::IsMember({"caller", "bare"}))
+      ->capture_default_str();
+  fuzz_cmd->add_option("--python-tolerance-ulp", fuzz.python_tolerance_ulp,
+                       "Declared tolerance of the Python pass: results may differ by at most this many ULP, counted "
+                       "apart from bitwise (0, the default: bit for bit)")
+      ->check(whole_number(0, 1000000000))
       ->capture_default_str();
   fuzz_cmd->add_flag("--require-change", fuzz.require_change,
                      "Exit 1 when a pass under test changed no case's graph (the campaign checked nothing it does)");

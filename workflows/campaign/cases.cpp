@@ -258,6 +258,7 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   repro.original = c.graph->print();
   check::write_claimed_repro(spec.repro_path, repro);  // in place before the pass runs (see above)
   check::PassPropertyReport report = check::check_case(*c.graph, spec.pipeline, c.input_seed, c.int_high, counting);
+  if (!report.tolerated.empty()) coverage.coverage.add_tolerated(report.tolerated_max_ulp);
   if (report.violations.empty()) return kCasePassed;
   // Differential mode: a failure counts only when the baseline pass survives the case.
   if (!spec.baseline.empty() &&
@@ -266,8 +267,63 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   repro.status = "failed";
   repro.property = check::property_of(report.violations.front());
   repro.messages = report.violations;
+  // Several passes: the repro names the first after which the case fails and, where it
+  // fails alone on what the passes before it made, replays that pass alone on that graph.
+  if (std::optional<Bisection> b = bisect_failure(*c.graph, spec.pipeline, c.input_seed, c.int_high, registry)) {
+    const std::string where = "first fails after pass " + std::to_string(b->pass_index + 1) + " of " +
+                              std::to_string(b->passes) + ", " + b->pass;
+    if (!b->graph.empty()) {
+      repro.case_description += "; bisected: " + where + ", replayed alone on the graph the passes before it made";
+      repro.pipeline = b->pass;
+      repro.original = b->graph;
+      repro.property = check::property_of(b->violations.front());
+      repro.messages = b->violations;
+    } else {
+      repro.case_description += "; bisected: " + where + " (it fails only after the passes before it)";
+    }
+  }
   check::write_repro(spec.repro_path, repro);
   return kCaseViolated;
+}
+
+std::optional<Bisection> bisect_failure(const ir::Graph& graph, const std::string& pipeline, uint64_t seed,
+                                       int64_t int_high, const check::PassRegistry& registry) {
+  const check::Pipeline whole = check::Pipeline::parse(pipeline, registry);
+  const std::vector<check::PassInvocation>& passes = whole.passes();
+  if (passes.size() < 2) return std::nullopt;
+  auto prefix = [&](size_t n) {
+    std::string text;
+    for (size_t i = 0; i < n; ++i) text += (i ? "," : "") + passes[i].str();
+    return text;
+  };
+  // The shortest failing prefix; the whole pipeline fails (the caller found it so).
+  size_t first = passes.size();
+  for (size_t k = 1; k < passes.size(); ++k) {
+    if (!check::check_case(graph, prefix(k), seed, int_high, registry).violations.empty()) {
+      first = k;
+      break;
+    }
+  }
+  Bisection b;
+  b.pass_index = first - 1;
+  b.pass = passes[first - 1].str();
+  b.passes = passes.size();
+  // The graph the passes before it made: a graph, unless one of them left a module.
+  std::unique_ptr<ir::Graph> input = graph.clone();
+  if (first > 1) {
+    const check::Pipeline before = check::Pipeline::parse(prefix(first - 1), registry);
+    if (before.has_module_pass()) return b;
+    try {
+      before.run(*input);
+    } catch (const check::PassFailure&) {
+      return b;  // passed inside check_case: not expected, and then nothing to replay alone
+    }
+  }
+  check::PassPropertyReport alone = check::check_case(*input, b.pass, seed, int_high, registry);
+  if (alone.violations.empty()) return b;  // fails only after the passes before it, run together
+  b.graph = input->print();
+  b.violations = alone.violations;
+  return b;
 }
 
 void check_sim_mesh_graph(const check::Repro& repro) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,22 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
 /// empty, are added to `*coverage` (a persistent worker sends them back itself).
 int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::PassRegistry& registry,
              const check::CountingRegistry& counting, check::Coverage* coverage);
+
+/// Where a failing case of a pipeline of several passes first fails.
+struct Bisection {
+  size_t pass_index = 0;  ///< 0-based: the first pass after which the case fails
+  size_t passes = 0;      ///< passes in the pipeline
+  std::string pass;       ///< that pass's invocation text
+  /// The graph the passes before it made and the violations of that pass run alone on
+  /// it; both empty when it does not fail alone there (or an earlier pass left a module).
+  std::string graph;
+  std::vector<std::string> violations;
+};
+/// Bisects a case that fails under `pipeline` (a graph, the seed and int_high of its
+/// inputs): the properties are checked after each prefix of the pipeline, and the first
+/// pass whose prefix fails is the one to blame. nullopt for a pipeline of one pass.
+std::optional<Bisection> bisect_failure(const ir::Graph& graph, const std::string& pipeline, uint64_t seed,
+                                        int64_t int_high, const check::PassRegistry& registry);
 
 /// Throws std::invalid_argument when a sim-mesh repro's graph is not one every rank can
 /// run on its shard (one tensor input): the header then belongs to another kind of case.

@@ -470,6 +470,12 @@ void register_python_pass(check::PassRegistry& registry) {
            kHandOverCaller,
            {kHandOverCaller, kHandOverBare},
            nullptr},
+          {"tolerance-ulp",
+           "Declared tolerance: results may differ from the original by at most this many ULP, reported apart from "
+           "bitwise (0: bit for bit, the default)",
+           "0",
+           {},
+           check::option_checks::integer_in(0, 1000000000)},
       },
       check::NumericsEffect::Preserves, /*idempotent=*/false);
   registry.add(info, run_python_pass);
@@ -482,7 +488,7 @@ void register_python_pass(check::PassRegistry& registry) {
 }
 
 std::string python_pass_pipeline(const std::string& spec, const std::string& python_path, bool partitioner,
-                                 const std::string& hand_over) {
+                                 const std::string& hand_over, int64_t tolerance_ulp) {
   check_spec_syntax(spec);
   std::string path;
   if (!python_path.empty()) {
@@ -499,6 +505,9 @@ std::string python_pass_pipeline(const std::string& spec, const std::string& pyt
       throw std::invalid_argument("--python-hand-over " + hand_over + ": expected caller or bare");
     inv.options["hand-over"] = hand_over;
   }
+  if (tolerance_ulp < 0 || tolerance_ulp > 1000000000)
+    throw std::invalid_argument("--python-tolerance-ulp " + std::to_string(tolerance_ulp) + ": expected 0 to 10^9");
+  if (tolerance_ulp > 0) inv.options["tolerance-ulp"] = std::to_string(tolerance_ulp);
   return inv.str();
 }
 

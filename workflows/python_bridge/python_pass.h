@@ -35,9 +35,10 @@ inline constexpr const char* kHandOverBare = "bare";
 /// The pipeline text that runs the Python pass `spec` ("MODULE:FUNCTION") with the
 /// import directory `python_path` (made absolute, so a repro replays from anywhere), as
 /// "python-partitioner" when `partitioner`, handed the graph as `hand_over` says (named
-/// in the pipeline only when not "caller").
+/// in the pipeline only when not "caller"), and with a declared tolerance of
+/// `tolerance_ulp` ULP (0: bit for bit; check::declared_tolerance_ulp).
 std::string python_pass_pipeline(const std::string& spec, const std::string& python_path, bool partitioner = false,
-                                 const std::string& hand_over = kHandOverCaller);
+                                 const std::string& hand_over = kHandOverCaller, int64_t tolerance_ulp = 0);
 
 /// The time limit of importing a Python pass when the caller gives none (ms): the
 /// campaign's default --timeout-ms (campaign::kDefaultTimeoutMs).
