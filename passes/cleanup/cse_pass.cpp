@@ -58,44 +58,20 @@ void key_of(const ir::Node& n, bool values_only, std::string& key) {
   key += ')';
 }
 
-// Whether a write may reach `v`: some user mutates it, or views it (a view's users
-// may write through it). Memoized per value.
-class WriteExposure {
+// Whether a value, or a view of it (followed through users whose outputs alias their
+// input), has a use `Hit` accepts. Memoized per value; forget() drops one value's answer.
+template <bool (*Hit)(const ir::Use&)>
+class ViewReach {
  public:
-  bool exposed(const ir::Value* v) {
+  bool reaches(const ir::Value* v) {
     auto it = memo_.find(v);
     if (it != memo_.end()) return it->second;
     memo_[v] = false;  // views form a DAG; this only guards against malformed input
     bool result = false;
     for (const ir::Use& u : v->uses()) {
-      if (u.is_graph_output()) continue;
-      if (exec::is_mutating(*u.user)) result = true;
-      else if (exec::aliases_input(*u.user))
-        for (const ir::Value* out : u.user->outputs()) result = result || exposed(out);
-      if (result) break;
-    }
-    memo_[v] = result;
-    return result;
-  }
-
- private:
-  std::unordered_map<const ir::Value*, bool> memo_;
-};
-
-// Whether a value, or a view of it, is returned by the graph: merging two such values
-// would return one storage for two outputs that were distinct. A merge makes the kept
-// value returned where the erased one was: forget() its answer then.
-class ReturnExposure {
- public:
-  bool returned(const ir::Value* v) {
-    auto it = memo_.find(v);
-    if (it != memo_.end()) return it->second;
-    memo_[v] = false;  // views form a DAG; this only guards against malformed input
-    bool result = false;
-    for (const ir::Use& u : v->uses()) {
-      if (u.is_graph_output()) result = true;
-      else if (exec::aliases_input(*u.user))
-        for (const ir::Value* out : u.user->outputs()) result = result || returned(out);
+      if (Hit(u)) result = true;
+      else if (!u.is_graph_output() && exec::aliases_input(*u.user))
+        for (const ir::Value* out : u.user->outputs()) result = result || reaches(out);
       if (result) break;
     }
     memo_[v] = result;
@@ -106,6 +82,17 @@ class ReturnExposure {
  private:
   std::unordered_map<const ir::Value*, bool> memo_;
 };
+
+bool writes(const ir::Use& u) { return !u.is_graph_output() && exec::is_mutating(*u.user); }
+bool returns(const ir::Use& u) { return u.is_graph_output(); }
+
+// Whether a write may reach a value: some user mutates it, or views it (a view's users
+// may write through it).
+using WriteExposure = ViewReach<writes>;
+// Whether a value, or a view of it, is returned by the graph: merging two such values
+// would return one storage for two outputs that were distinct. A merge makes the kept
+// value returned where the erased one was: forget() its answer then.
+using ReturnExposure = ViewReach<returns>;
 
 int policy_strength(ir::RecomputePolicy p) {
   switch (p) {
@@ -210,8 +197,8 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
     return added_other ? nullptr : &other->second;
   };
   int64_t epoch = 0;
-  WriteExposure writes;
-  ReturnExposure returns;
+  WriteExposure exposure;
+  ReturnExposure returned;
   for (ir::Node* n : graph.nodes()) {
     if (exec::is_mutating(*n) || exec::has_side_effects(*n) || (exec::is_collective(*n) && !merge_collectives)) {
       ++epoch;
@@ -242,13 +229,13 @@ check::PassResult cse_pass(ir::Graph& graph, const check::PassOptions& options) 
     if (!compatible) continue;
     bool written = false;
     for (size_t i = 0; i < n->num_outputs(); ++i)
-      written = written || writes.exposed(first->output(i)) || writes.exposed(n->output(i));
+      written = written || exposure.reaches(first->output(i)) || exposure.reaches(n->output(i));
     if (d.refuse("result-written", written)) continue;
     bool both_returned = false;
     for (size_t i = 0; i < n->num_outputs(); ++i)
-      both_returned = both_returned || (returns.returned(n->output(i)) && returns.returned(first->output(i)));
+      both_returned = both_returned || (returned.reaches(n->output(i)) && returned.reaches(first->output(i)));
     if (d.refuse("distinct-outputs", both_returned)) continue;
-    for (size_t i = 0; i < n->num_outputs(); ++i) returns.forget(first->output(i));
+    for (size_t i = 0; i < n->num_outputs(); ++i) returned.forget(first->output(i));
     for (size_t i = 0; i < n->num_outputs(); ++i) {
       rewired += static_cast<int64_t>(n->output(i)->uses().size());
       n->output(i)->replace_all_uses_with(first->output(i));
