@@ -53,6 +53,7 @@ void Coverage::merge(const Coverage& other) {
   add_changes(case_changes_, other.case_changes_);
   tolerated_cases_ += other.tolerated_cases_;
   tolerated_max_ulp_ = std::max(tolerated_max_ulp_, other.tolerated_max_ulp_);
+  add_counts(features_, other.features_);
 }
 
 void Coverage::add_tolerated(uint64_t max_ulp) {
@@ -157,6 +158,7 @@ std::string Coverage::serialize() const {
     out += "tolerated\t-\tcases\t" + std::to_string(tolerated_cases_) + "\n";
     out += "tolerated\t-\tmax-ulp\t" + std::to_string(tolerated_max_ulp_) + "\n";
   }
+  for (const auto& [feature, n] : features_) out += "feature\t-\t" + feature + "\t" + std::to_string(n) + "\n";
   return out;
 }
 
@@ -178,7 +180,8 @@ Coverage Coverage::parse(const std::string& text) {
                         (fields[2] == kRan || fields[2] == kComputation || fields[2] == kMetadataOnly);
     const bool tolerated = fields.size() == 4 && fields[0] == "tolerated" && fields[1] == "-" &&
                            (fields[2] == "cases" || fields[2] == "max-ulp");
-    bool ok = fields.size() == 4 && (fields[0] == "rule" || fields[0] == "guard" || change || tolerated);
+    const bool feature = fields.size() == 4 && fields[0] == "feature" && fields[1] == "-" && !fields[2].empty();
+    bool ok = fields.size() == 4 && (fields[0] == "rule" || fields[0] == "guard" || change || tolerated || feature);
     if (ok) {
       try {
         size_t used = 0;
@@ -193,6 +196,10 @@ Coverage Coverage::parse(const std::string& text) {
                                   ": expected 'rule|guard<TAB>pass<TAB>name<TAB>count' or "
                                   "'runs|cases<TAB>pass<TAB>ran|computation|metadata-only<TAB>count', got '" +
                                   line + "'");
+    if (feature) {
+      c.features_[fields[2]] += n;
+      continue;
+    }
     if (tolerated) {
       if (fields[2] == "cases") c.tolerated_cases_ += n;
       else c.tolerated_max_ulp_ = std::max(c.tolerated_max_ulp_, static_cast<uint64_t>(n));

@@ -43,7 +43,7 @@ class Coverage {
   /// No decision and no run counted.
   bool empty() const {
     return rules_.empty() && guards_.empty() && run_changes_.empty() && case_changes_.empty() &&
-           tolerated_cases_ == 0;
+           tolerated_cases_ == 0 && features_.empty();
   }
   /// Pipeline runs in which a pass refused its input (RefusedInput).
   int64_t refusals() const { return refusals_; }
@@ -62,6 +62,10 @@ class Coverage {
   /// Counts a case whose results differed within the tolerance its pipeline declares
   /// (check::declared_tolerance_ulp), by at most `max_ulp`.
   void add_tolerated(uint64_t max_ulp);
+  /// Counts a case that a generator feature (gen::feature_names) was added to.
+  void add_feature(const std::string& feature) { ++features_[feature]; }
+  /// Cases per generator feature added to them.
+  const std::map<std::string, int64_t>& features() const { return features_; }
   /// Cases counted by add_tolerated, and the largest difference among them.
   int64_t tolerated_cases() const { return tolerated_cases_; }
   uint64_t tolerated_max_ulp() const { return tolerated_max_ulp_; }
@@ -75,7 +79,8 @@ class Coverage {
 
   /// One "rule|guard <tab> pass <tab> name <tab> count" line per counter, and one
   /// "runs|cases <tab> pass <tab> ran|computation|metadata-only <tab> count" per change count,
-  /// "tolerated <tab> - <tab> cases|max-ulp <tab> count" for differences within tolerance.
+  /// "tolerated <tab> - <tab> cases|max-ulp <tab> count" for differences within tolerance,
+  /// "feature <tab> - <tab> name <tab> count" for generator features added to cases.
   std::string serialize() const;
   /// Inverse of serialize(); throws std::invalid_argument naming the bad line.
   static Coverage parse(const std::string& text);
@@ -88,6 +93,7 @@ class Coverage {
   std::map<std::string, ChangeCounts> case_changes_;
   int64_t tolerated_cases_ = 0;
   uint64_t tolerated_max_ulp_ = 0;
+  std::map<std::string, int64_t> features_;
 };
 
 /// The registered passes that declare at least one rule or guard.

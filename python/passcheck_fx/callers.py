@@ -50,6 +50,25 @@ class HandOverError(Exception):
     """A pass needs something the bridge cannot give it (bad input: the worker's exit 2)."""
 
 
+class NotHandedOver(Exception):
+    """This case is not one the pass's caller would hand it (an inductor pass is handed
+    functional graphs only): the case is left alone and says why, not blamed on the pass
+    (the worker's exit 7)."""
+
+
+def _in_place_writes(gm):
+    """The nodes that write an argument in place, copy_ excepted (the input-mutation
+    epilogue AOTAutograd leaves in a functional graph)."""
+    out = []
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or node.target is torch.ops.aten.copy_.default:
+            continue
+        if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+            out.append(node)
+    return out
+
+
 def caller(kind, requires=()):
     """Marks a pass function with the caller it expects (one of KINDS) and what it needs
     beyond what that caller gives (names of _PROVIDED / _NOT_PROVIDED)."""
@@ -180,6 +199,11 @@ def hand_over(gm, function, how=HAND_OVER_CALLER):
         return contextlib.nullcontext()
     if how != HAND_OVER_CALLER:
         raise HandOverError("unknown hand-over '%s' (expected %s or %s)" % (how, HAND_OVER_CALLER, HAND_OVER_BARE))
+    if caller_kind(function).startswith("inductor-"):
+        writes = _in_place_writes(gm)
+        if writes:
+            raise NotHandedOver("inductor's passes are handed functional graphs (input mutations as copy_ at the "
+                                "end); this case writes in place at %s" % ", ".join(n.name for n in writes[:3]))
     mode = add_fake_values(gm)
     add_stack_traces(gm)
     if caller_kind(function).startswith("inductor-"):

@@ -20,7 +20,8 @@ The exit status tells passcheck whose fault a failure is (workflows/python_bridg
 0 done, 2 MODULE:FUNCTION cannot be imported (its import raised anything, SystemExit and
 KeyboardInterrupt included) or is not callable, 3 the pass raised (anything), 4 its result
 is not a GraphModule or cannot be exported, 5 case.py does not build, 6 the fork server
-cannot listen on its socket. Tracebacks are printed as "  at FILE:LINE in FUNC" lines.
+cannot listen on its socket, 7 the case is not one the pass's caller would hand it (an inductor
+pass takes functional graphs): it is left alone, not blamed on the pass. Tracebacks are printed as "  at FILE:LINE in FUNC" lines.
 
 Nothing the pass starts outlives its request: a fork serving one (and this worker when
 run alone) is a child subreaper, so what the pass abandons (a double fork, a daemon that
@@ -45,6 +46,7 @@ EXIT_PASS_RAISED = 3
 EXIT_BAD_RESULT = 4
 EXIT_BAD_GRAPH = 5
 EXIT_CANNOT_SERVE = 6
+EXIT_NOT_HANDED_OVER = 7
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -221,12 +223,14 @@ def run_pass(spec, graph, out, hand_over="caller"):
     export_graph = _exporter_or_fail()
     case, gm = load_case(graph)
     from passcheck_fx import placeholder_kinds
-    from passcheck_fx.callers import HandOverError, hand_over as prepare
+    from passcheck_fx.callers import HandOverError, NotHandedOver, hand_over as prepare
     kinds = placeholder_kinds(gm)
     try:
         context = prepare(gm, function, hand_over)
     except HandOverError as error:
         _fail(EXIT_BAD_SPEC, "python pass '%s': %s" % (spec, error))
+    except NotHandedOver as error:
+        _fail(EXIT_NOT_HANDED_OVER, "not handed over: %s" % error)
     try:
         with context:
             result = function(gm)

@@ -17,6 +17,9 @@ hand_over_test.py PASSCHECK_BINARY SCENARIO [NAME].
                    broken pass first, the repro's graph is the generated one
   tolerance        a pass that changes rounding passes under a declared tolerance (counted
                    apart from bitwise) and fails without one; a wrong pass fails under it too
+  features         the generator features give shipped passes work: graph_trainer's
+                   remove_identity_view and inductor's remove_noop_ops change no case without
+                   them and most cases with them, with no failure
   mutant NAME      the registered Python mutant NAME (python_mutants.py) is caught (exit 1)
                    and missed by the same campaign with its catching feature off (exit 0)
 """
@@ -155,6 +158,19 @@ def tolerance(workdir):
           "fails under it" % (m.group(2), m.group(1)))
 
 
+def features(workdir):
+    for spec, on in (("passcheck_fx.targets.graph_trainer:remove_identity_view", "identity-views"),
+                     ("passcheck_fx.targets.inductor:remove_noop_ops", "identity-views,noop-clones,aliased-outputs")):
+        common = ["--cases", "12", "--seed", "11", "--jobs", "2"]
+        off = fuzz(spec, None, os.path.join(workdir, "off"), common + ["--features", "none"], 0)
+        assert UNCHANGED in off, off
+        out = fuzz(spec, None, os.path.join(workdir, "on"), common + ["--features", on, "--require-change"], 0)
+        m = CHANGES.search(out)
+        assert m and int(m.group(1)) >= 6, out
+        assert re.search(r"features: .* of 12 cases", out), out
+        print("%s: no case changed without features, %s of 12 with --features %s" % (spec, m.group(1), on))
+
+
 def mutant(name, workdir):
     import python_mutants
     function, what, caught_by, missed_by = python_mutants.MUTANTS[name]
@@ -162,6 +178,10 @@ def mutant(name, workdir):
     common = ["--cases", "20", "--seed", "11", "--jobs", "2", "--max-failures", "1", "--no-minimize"]
     out = fuzz(spec, support.HERE, os.path.join(workdir, "caught"), common + caught_by, 1)
     assert "1 failures" in out or re.search(r"[1-9]\d* failures", out), out
+    caught = glob.glob(os.path.join(workdir, "caught", "*.repro"))
+    assert caught, out
+    text = open(caught[0]).read()
+    assert "failed after" not in text, "caught by the gate, not by the property the mutant is for: " + text[:1500]
     out_missed = fuzz(spec, support.HERE, os.path.join(workdir, "missed"), common + missed_by, 0)
     print("mutant %s (%s): caught; missed with %s" % (name, what, " ".join(missed_by)))
 
@@ -174,7 +194,7 @@ def main():
         else:
             {"fake-values": fake_values, "val-keyed-acts": val_keyed_acts, "require-change": require_change,
              "inductor-context": inductor_context, "refused-context": refused_context,
-             "bisect": bisect, "tolerance": tolerance}[scenario](workdir)
+             "bisect": bisect, "tolerance": tolerance, "features": features}[scenario](workdir)
 
 
 if __name__ == "__main__":

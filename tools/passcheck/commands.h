@@ -321,6 +321,8 @@ struct FuzzArgs {
   std::string python_hand_over = "caller";
   /// A declared tolerance for the Python pass, in ULP (0: bit for bit).
   int64_t python_tolerance_ulp = 0;
+  /// Generator features added to each case ("all", "none" or a list; gen::feature_names).
+  std::string features = "none";
   /// Exit 1 when a pass under test changed no case's graph.
   bool require_change = false;
   /// Case isolation: "persistent" (warm workers run the cases, replaced after a crash or

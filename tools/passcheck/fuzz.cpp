@@ -26,6 +26,7 @@
 #include "suites/mutants/test_passes.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
+#include "generators/program_features.h"
 
 #include <CLI/CLI.hpp>
 #include <unistd.h>
@@ -227,6 +228,7 @@ int run_fuzz(const FuzzArgs& args) {
     if (!args.mix.empty()) options.mix = campaign::parse_mix(args.mix);
     if (args.mix.empty() && (args.sim_mesh_pass != "fuse-chained-allgathers" || !args.chunk_pass.empty()))
       throw std::invalid_argument("--sim-mesh-pass and --chunk-pass name the passes of a mixed campaign's cases; they need --mix");
+    options.features = gen::parse_features(args.features);
     options.sim_mesh_pass = args.sim_mesh_pass;
     options.chunk_pass = args.chunk_pass;
     check::PassRegistry registry = make_registry(options.registries);
@@ -307,6 +309,15 @@ int run_fuzz(const FuzzArgs& args) {
     std::string change_text;
     if (report.cases_run > 0)
       for (const std::string& l : changes.lines) change_text += "changes: " + l + "\n";
+    if (!options.features.empty()) {
+      change_text += "features:";
+      for (const std::string& f : options.features) {
+        auto n = report.coverage.features().find(f);
+        change_text += " " + f + " in " + std::to_string(n == report.coverage.features().end() ? 0 : n->second) +
+                       (&f == &options.features.back() ? "" : ",");
+      }
+      change_text += " of " + std::to_string(report.cases_run) + " cases\n";
+    }
     if (report.coverage.tolerated_cases() > 0)
       change_text += "tolerance: " + std::to_string(report.coverage.tolerated_cases()) +
                      " passing cases differed from the original within the declared tolerance (at most " +
@@ -595,6 +606,10 @@ std::function<std::optional<int>()> add_campaign_commands(CLI::App& app) {
                        "Declared tolerance of the Python pass: results may differ by at most this many ULP, counted "
                        "apart from bitwise (0, the default: bit for bit)")
       ->check(whole_number(0, 1000000000))
+      ->capture_default_str();
+  fuzz_cmd->add_option("--features", fuzz.features,
+                       "Generator features added to each program or model case where it has a place: identity-views, "
+                       "noop-clones, aliased-outputs, writes-through-views, all or none (docs/python-passes.md)")
       ->capture_default_str();
   fuzz_cmd->add_flag("--require-change", fuzz.require_change,
                      "Exit 1 when a pass under test changed no case's graph (the campaign checked nothing it does)");

@@ -79,6 +79,8 @@ struct CampaignOptions {
   std::string sim_mesh_pass = "fuse-chained-allgathers";
   /// In a mix: the chunk or concretize pass chunk cases run ("": chunk,concretize).
   std::string chunk_pass;
+  /// Generator features added to program and model cases (gen::feature_names; `--features`).
+  std::vector<std::string> features;
 };
 
 /// The name of a case kind as `--mix` spells it: programs, sim-mesh, chunk.

@@ -15,7 +15,9 @@
 #include "generators/cleanup_situations.h"
 #include "generators/program.h"
 #include "generators/program_case.h"
+#include "generators/program_features.h"
 
+#include <set>
 #include <stdexcept>
 
 namespace passcheck::campaign {
@@ -249,6 +251,15 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   // The cudagraph pass's eager islands (host reads, data-dependent shapes) never come out
   // of a traced program: every other program case gets one.
   CaseGraph c = make_case(spec.seed, spec.index, options.source, decides_on_eager_islands(spec.pipeline, registry));
+  if (!options.features.empty() && options.source != CaseSource::Situations) {
+    std::vector<std::string> added = gen::apply_features(*c.graph, spec.seed, options.features);
+    std::set<std::string> counted;  // a case counts once per feature
+    for (const std::string& line : added) {
+      if (counted.insert(line.substr(0, line.find_first_of(" :"))).second)
+        coverage.coverage.add_feature(line.substr(0, line.find_first_of(" :")));
+      c.description += "; " + line;
+    }
+  }
   check::Repro repro;
   repro.pipeline = spec.pipeline;
   repro.registries = options.registries;

@@ -74,6 +74,7 @@ enum WorkerExit : int {
   kWorkerBadResult = 4,
   kWorkerBadGraph = 5,
   kWorkerCannotServe = 6,
+  kWorkerNotHandedOver = 7,
   kWorkerVanished = 1000
 };
 
@@ -376,6 +377,16 @@ std::optional<std::string> run_in_worker(const ir::Graph& graph, const check::Pa
                          : run_worker({"--pass", spec, "--graph", case_py.string(), "--out", after.string(),
                                        "--hand-over", options.get("hand-over")},
                                       options.get("path"), log, timeout_ms);
+  if (run.outcome.kind == check::ChildOutcome::Kind::Exited && run.outcome.exit_code == kWorkerNotHandedOver) {
+    // Not a case the pass's caller would hand it (an inductor pass takes functional
+    // graphs): left alone, and said so, rather than blamed on the pass.
+    skipped.stats["graphs_not_handed_over"] = 1;
+    const size_t at = run.log.find("not handed over");
+    const std::string why = at == std::string::npos ? "not handed over: not a case its caller would hand it"
+                                                    : run.log.substr(at, run.log.find('\n', at) - at);
+    skipped.notes.push_back("not run: " + why);
+    return std::nullopt;
+  }
   if (run.outcome.kind != check::ChildOutcome::Kind::Exited || run.outcome.exit_code != kWorkerOk)
     throw std::runtime_error(worker_failure(spec, run, timeout_ms));
   if (!fs::exists(after))  // exit 0 without a result: the pass ended the process itself (os._exit)
