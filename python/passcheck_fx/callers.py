@@ -18,6 +18,10 @@ with the caller it expects:
 | `graph_trainer` | the same (graph_trainer's passes take the GraphModule and example inputs; wrappers pass `example_inputs(gm)`) |
 | `inductor-joint-graph` | the same, run inside a `TracingContext` of that fake mode and with `V.fake_mode` set, as `compile_fx`'s partition function runs `joint_graph_passes` |
 | `inductor-post-grad` | the same context, as `compile_fx` runs `post_grad_passes` |
+
+Inductor's passes are handed functional graphs only (input mutations as `copy_` at the
+end, as AOTAutograd leaves them): a case that writes in place elsewhere raises
+NotHandedOver, and the case is left alone rather than blamed on the pass.
 | `partitioner` | set by `passcheck_fx.partitioner` (partition.py) |
 
 A pass may also declare what it needs beyond that (`requires=`); the bridge refuses,
