@@ -17,6 +17,7 @@
 #include "generators/program_case.h"
 #include "generators/program_features.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -252,7 +253,13 @@ int run_case(const CaseSpec& spec, const CampaignOptions& options, const check::
   // of a traced program: every other program case gets one.
   CaseGraph c = make_case(spec.seed, spec.index, options.source, decides_on_eager_islands(spec.pipeline, registry));
   if (!options.features.empty() && options.source != CaseSource::Situations) {
-    std::vector<std::string> added = gen::apply_features(*c.graph, spec.seed, options.features);
+    // writes-through-views returns a forward value, which remat cannot stop holding into
+    // the backward: its memory property would blame remat for the feature. Not added
+    // to cases of a pipeline with remat.
+    std::vector<std::string> features = options.features;
+    if (check::pipeline_has_remat(spec.pipeline, registry))
+      features.erase(std::remove(features.begin(), features.end(), "writes-through-views"), features.end());
+    std::vector<std::string> added = gen::apply_features(*c.graph, spec.seed, features);
     std::set<std::string> counted;  // a case counts once per feature
     for (const std::string& line : added) {
       if (counted.insert(line.substr(0, line.find_first_of(" :"))).second)
