@@ -8,7 +8,6 @@
 // executor's results to stay bit for bit equal.
 #include "suites/support/test_support.h"
 #include "framework/check/compare.h"
-#include "framework/check/pass_properties.h"
 #include "framework/check/pipeline.h"
 #include "framework/check/verifier.h"
 #include "framework/exec/executor.h"
@@ -489,44 +488,6 @@ TEST(Cse, MergesFactoryCallsWithEqualConstants) {
   %both : b8[16, 16] = aten::logical_and(%ones, %ones)
   return (%both)
 )");
-}
-
-// Idempotence is about a pass's own output: cse before canonicalize finds new work once
-// canonicalize has removed an identity view, which is no idempotence failure; a pass that
-// changes its own output is one, wherever it sits in the pipeline.
-TEST(IdempotenceCheck, APassIsRerunOnItsOwnOutputNotOnWhatLaterPassesMade) {
-  auto g = ir::parse_graph(R"(graph(arg %x : f32[4], arg %y : f32[4]):
-  %v : f32[4] = aten::view(%x, [4])
-  %d1 : f32[4] = aten::div.Tensor(%v, %y)
-  %d2 : f32[4] = aten::div.Tensor(%x, %y)
-  %s : f32[4] = aten::add.Tensor(%d1, %d2, 1)
-  return (%s)
-)",
-                           "t");
-  std::vector<c10::IValue> inputs = {at::randn({4}), at::rand({4}) + 1};
-  auto clean = check::check_pass_properties(*g, inputs, "cse,canonicalize");
-  EXPECT_TRUE(clean.violations.empty()) << (clean.violations.empty() ? "" : clean.violations[0]);
-  // The same place in the pipeline for a pass that is not idempotent at all.
-  check::PassRegistry registry;
-  check::register_builtin_passes(registry);
-  check::PassInfo info("scale-again", "test pass: doubles the first division's divisor every run", {});
-  info.idempotent = true;  // a false declaration, which the check must catch
-  registry.add(info, [](ir::Graph& graph, const check::PassOptions&) {
-    check::PassResult r;
-    for (ir::Node* n : graph.node_list())
-      if (n->op() == "aten::div.Tensor") {
-        ir::Node* twice = graph.create("aten::mul.Scalar", {n->arg(1), ir::Arg::real(2.0)}, n);
-        n->replace_operand(1, twice->add_output(ir::ValueType::Tensor, *n->operand(1)->meta(), "twice"));
-        r.changed = true;
-        break;
-      }
-    return r;
-  });
-  auto caught = check::check_pass_properties(*g, inputs, "scale-again,canonicalize", registry);
-  ASSERT_FALSE(caught.violations.empty());
-  EXPECT_NE(caught.violations[0].find("scale-again is declared idempotent but changed the graph on a second run"),
-            std::string::npos)
-      << caught.violations[0];
 }
 
 TEST(Cse, KeepsTwoReturnedDuplicatesDistinct) {
